@@ -1,0 +1,56 @@
+# PGXS build of the snowflake extension (C++17), its tests and its tools.
+
+EXTENSION = snowflake
+MODULE_big = snowflake
+OBJS = \
+	src/core/codec.o \
+	src/core/generator.o \
+	src/pg/codec_functions.o \
+	src/pg/generate.o \
+	src/pg/module.o
+DATA = src/sql/snowflake--1.0.sql
+PGFILEDESC = "snowflake - Twitter-layout Snowflake ids"
+
+# pg_regress, pg_isolation_regress and prove each start their own throwaway servers.
+REGRESS = codec generate info errors
+REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=test/snowflake.conf
+ISOLATION = interleaved_order
+ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_check_iso \
+	--temp-config=test/snowflake.conf
+TAP_TESTS = 1
+PROVE_TESTS = test/t/*.pl
+EXTRA_CLEAN = tmp_check_regress tmp_check_iso output_iso test/unit/unit_tests \
+	test/unit/unit_tests_sanitized
+
+# -fno-exceptions is the error boundary: no C++ exception can exist to cross into PostgreSQL.
+# PostgreSQL headers before 16 still use the register keyword that C++17 removed.
+SNOWFLAKE_CXXFLAGS = -std=c++17 -fno-exceptions -fno-rtti -I$(srcdir)/src -Wno-register
+PG_CXXFLAGS = $(SNOWFLAKE_CXXFLAGS) -Wall -Wextra -Werror -Wno-unused-parameter
+SHLIB_LINK = -lstdc++
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+# The LLVM bitcode for JIT inlining is compiled by clang from the same sources and flags.
+BITCODE_CXXFLAGS += $(SNOWFLAKE_CXXFLAGS)
+
+CORE_SOURCES = src/core/codec.cpp src/core/generator.cpp
+CORE_HEADERS = $(wildcard src/core/*.hpp)
+UNIT_SOURCES = $(wildcard test/unit/*_test.cpp)
+UNIT_FLAGS = -std=c++17 -Wall -Wextra -Werror -I$(srcdir)/src -pthread
+SANITIZE_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+
+test/unit/unit_tests: $(CORE_SOURCES) $(CORE_HEADERS) $(UNIT_SOURCES)
+	$(CXX) $(UNIT_FLAGS) -O2 $(CORE_SOURCES) $(UNIT_SOURCES) -lgtest -lgtest_main -o $@
+
+test/unit/unit_tests_sanitized: $(CORE_SOURCES) $(CORE_HEADERS) $(UNIT_SOURCES)
+	$(CXX) $(UNIT_FLAGS) -O1 -g $(SANITIZE_FLAGS) $(CORE_SOURCES) $(UNIT_SOURCES) \
+		-lgtest -lgtest_main -o $@
+
+# The core's unit tests, plain and under AddressSanitizer and UndefinedBehaviorSanitizer.
+unitcheck: test/unit/unit_tests test/unit/unit_tests_sanitized
+	test/unit/unit_tests
+	test/unit/unit_tests_sanitized
+
+.PHONY: unitcheck

@@ -1,0 +1,63 @@
+-- Every error of the SQL interface, with its SQLSTATE, and that a failed call changes nothing.
+CREATE EXTENSION IF NOT EXISTS snowflake;
+SET timezone = 'UTC';
+
+-- Runs a statement and reports its SQLSTATE, message and detail instead of failing.
+CREATE FUNCTION pg_temp.error_of(statement text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    detail text;
+BEGIN
+    EXECUTE statement;
+    RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+    RETURN SQLSTATE || ': ' || SQLERRM || CASE WHEN detail <> '' THEN ' / ' || detail ELSE '' END;
+END;
+$$;
+
+-- A negative bigint is not a Snowflake id.
+SELECT pg_temp.error_of('SELECT snowflake_decode(-1)');
+SELECT pg_temp.error_of('SELECT snowflake_timestamp(-9223372036854775808)');
+SELECT pg_temp.error_of('SELECT snowflake_unix_ms(-1)');
+SELECT pg_temp.error_of('SELECT snowflake_datacenter_id(-1)');
+SELECT pg_temp.error_of('SELECT snowflake_machine_id(-1)');
+SELECT pg_temp.error_of('SELECT snowflake_sequence(-1)');
+
+-- Every field of snowflake_encode(bigint, ...) just outside its range.
+SELECT pg_temp.error_of('SELECT snowflake_encode(1288834974656, 0, 0, 0)');
+SELECT pg_temp.error_of('SELECT snowflake_encode(3487858230209, 0, 0, 0)');
+SELECT pg_temp.error_of('SELECT snowflake_encode(-9223372036854775808, 0, 0, 0)');
+SELECT pg_temp.error_of('SELECT snowflake_encode(1700000000000, -1, 0, 0)');
+SELECT pg_temp.error_of('SELECT snowflake_encode(1700000000000, 32, 0, 0)');
+SELECT pg_temp.error_of('SELECT snowflake_encode(1700000000000, 0, -1, 0)');
+SELECT pg_temp.error_of('SELECT snowflake_encode(1700000000000, 0, 32, 0)');
+SELECT pg_temp.error_of('SELECT snowflake_encode(1700000000000, 0, 0, -1)');
+SELECT pg_temp.error_of('SELECT snowflake_encode(1700000000000, 0, 0, 4096)');
+
+-- The timestamptz form names the instant and its range.
+SELECT pg_temp.error_of($$SELECT snowflake_encode('2010-11-04 01:42:54.656999+00'::timestamptz, 0, 0, 0)$$);
+SELECT pg_temp.error_of($$SELECT snowflake_encode('2080-07-10 17:30:30.209+00'::timestamptz, 0, 0, 0)$$);
+SELECT pg_temp.error_of($$SELECT snowflake_encode('infinity'::timestamptz, 0, 0, 0)$$);
+SELECT pg_temp.error_of($$SELECT snowflake_encode('-infinity'::timestamptz, 0, 0, 0)$$);
+SELECT pg_temp.error_of($$SELECT snowflake_encode('2023-11-14 22:13:20+00'::timestamptz, 32, 0, 0)$$);
+SELECT pg_temp.error_of($$SELECT snowflake_encode('2023-11-14 22:13:20+00'::timestamptz, 0, 0, 4096)$$);
+
+-- The message as a user sees it.
+SELECT snowflake_decode(-42);
+SELECT snowflake_encode(1700000000000, 7, 13, 5000);
+
+-- Node ids belong to the server: a session cannot pick its own.
+SELECT pg_temp.error_of('SET snowflake.datacenter_id = 1');
+SELECT pg_temp.error_of('SET snowflake.machine_id = 1');
+SELECT pg_temp.error_of('SET snowflake.max_clock_rollback_wait = 10');
+SELECT pg_temp.error_of('SET snowflake.no_such_setting = 1');
+SHOW snowflake.datacenter_id;
+SHOW snowflake.machine_id;
+SHOW snowflake.max_clock_rollback_wait;
+
+-- A failed statement leaves no half-done rows behind.
+CREATE TABLE keyed (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), dc integer);
+SELECT pg_temp.error_of($$INSERT INTO keyed (dc) VALUES (1), (2), (snowflake_encode(1700000000000, 40, 0, 0)::integer)$$);
+SELECT count(*) AS rows_after_failed_insert FROM keyed;
+DROP TABLE keyed;

@@ -1,0 +1,100 @@
+// The id generator: a lock-free state machine over one 64-bit word that may live in shared memory.
+// The clock is a parameter, so the caller owns waiting (it must stay cancellable) and tests can
+// move time by hand.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <type_traits>
+
+#include "core/codec.hpp"
+
+namespace snowflake {
+
+// The word holds the next free (timestamp offset, sequence) slot packed as offset * 4096 +
+// sequence: one more than the last slot issued, so 0 means nothing was issued yet and an
+// exhausted millisecond carries into the next one by itself.
+struct GeneratorState {
+    std::atomic<uint64_t> next_slot{0};
+};
+
+static_assert(std::atomic<uint64_t>::is_always_lock_free,
+              "the state word is shared between processes and must not hide a lock");
+static_assert(std::is_standard_layout_v<GeneratorState>, "the state is placed in shared memory");
+
+// This node's datacenter and machine fields, already shifted into place.
+struct Node {
+    int64_t bits;
+};
+
+struct NodeResult {
+    CodecStatus status;
+    Node node;
+};
+
+enum class NextStatus : uint8_t {
+    kIssued,             // id holds a new id
+    kSequenceExhausted,  // 4,096 ids used this millisecond: retry when the clock moves on
+    kClockBehind,        // the clock reads before last_unix_ms: refused, state untouched
+    kClockOutOfRange,    // the clock is before the epoch or past the 41-bit field
+};
+
+struct NextResult {
+    NextStatus status;
+    int64_t id;
+    int64_t now_unix_ms;   // the clock reading the outcome is based on
+    int64_t last_unix_ms;  // with kClockBehind: the timestamp of the last id issued
+};
+
+// What the state word allows at one clock reading: the slot to claim, or why there is none.
+struct Decision {
+    NextStatus status;
+    uint64_t slot;
+    int64_t last_unix_ms;
+};
+
+struct LastIssued {
+    bool any;
+    int64_t unix_ms;
+};
+
+// Validates node ids once, so the per-id path only ORs in ready bits.
+NodeResult make_node(int32_t datacenter_id, int32_t machine_id) noexcept;
+
+// The rules of the layout for one state word and one clock reading; it writes nothing.
+Decision decide(uint64_t next_slot, int64_t now_unix_ms) noexcept;
+
+// Puts a claimed slot and the node bits together into an id.
+int64_t id_from_slot(uint64_t slot, Node node) noexcept;
+
+// Issues the next id with one compare-and-swap in the common case; a refusal (exhausted, clock
+// behind, out of range) never writes the state. read_clock() returns Unix ms. It is read after
+// the state word, and again after every failed swap: every timestamp already in the word was read
+// before this reading, so a reading that is merely late (the process was preempted) is never
+// mistaken for a clock that moved backwards.
+template <typename ReadClock>
+NextResult next_id(GeneratorState &state, Node node, ReadClock &&read_clock) noexcept {
+    uint64_t next = state.next_slot.load(std::memory_order_acquire);
+    for (;;) {
+        const int64_t now_unix_ms = read_clock();
+        const Decision decision = decide(next, now_unix_ms);
+        if (decision.status != NextStatus::kIssued) {
+            return {decision.status, 0, now_unix_ms, decision.last_unix_ms};
+        }
+        if (state.next_slot.compare_exchange_weak(next, decision.slot + 1,
+                                                  std::memory_order_acq_rel,
+                                                  std::memory_order_acquire)) {
+            return {NextStatus::kIssued, id_from_slot(decision.slot, node), now_unix_ms, 0};
+        }
+    }
+}
+
+// The timestamp of the last id issued from this state, for introspection.
+LastIssued last_issued(const GeneratorState &state) noexcept;
+
+static_assert(std::is_trivially_destructible_v<NextResult> &&
+                  std::is_trivially_destructible_v<NodeResult> &&
+                  std::is_trivially_destructible_v<Decision>,
+              "results cross the ereport boundary and must own nothing");
+
+}  // namespace snowflake

@@ -1,0 +1,198 @@
+// SQL entry points that use the shared generator: snowflake_nextval() and snowflake_info().
+// The error-boundary and concurrency rules are stated at the top of module.cpp.
+
+#include <ctime>
+
+extern "C" {
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/xlog.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/latch.h"
+#include "utils/datetime.h"
+#include "utils/timestamp.h"
+
+PG_FUNCTION_INFO_V1(snowflake_nextval);
+PG_FUNCTION_INFO_V1(snowflake_info);
+}
+
+#include "core/codec.hpp"
+#include "core/generator.hpp"
+#include "core/layout.hpp"
+#include "pg/shared_state.hpp"
+
+namespace {
+
+// The wall clock in Unix milliseconds; clock_gettime is what libfaketime moves in the tests.
+int64 wall_clock_unix_ms() {
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return static_cast<int64>(now.tv_sec) * 1000 + now.tv_nsec / 1000000;
+}
+
+TimestampTz timestamptz_from_unix_ms(int64 unix_ms) {
+    return snowflake::pg_us_from_unix_ms(unix_ms);
+}
+
+SnowflakeShared *require_shared_state() {
+    if (snowflake_shared == nullptr) {
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("snowflake must be loaded via shared_preload_libraries"),
+                        errdetail("The id generator keeps its state in shared memory, which only a "
+                                  "preloaded library can create."),
+                        errhint("Add shared_preload_libraries = 'snowflake' to postgresql.conf "
+                                "and restart the server.")));
+    }
+    return snowflake_shared;
+}
+
+void require_setting(const char *name, int value) {
+    if (value < 0) {
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("%s is not set", name),
+                        errhint("Set %s to a value from 0 to 31, unique to this server, in "
+                                "postgresql.conf or with ALTER SYSTEM, then reload the "
+                                "configuration.",
+                                name)));
+    }
+}
+
+snowflake::Node configured_node() {
+    require_setting("snowflake.datacenter_id", snowflake_datacenter_id_setting);
+    require_setting("snowflake.machine_id", snowflake_machine_id_setting);
+    // The GUC ranges already hold the ids to 0..31, so the node is always valid here.
+    return snowflake::make_node(snowflake_datacenter_id_setting, snowflake_machine_id_setting).node;
+}
+
+// A standby usually carries its primary's node ids, so its ids would collide with the primary's.
+void refuse_during_recovery() {
+    if (RecoveryInProgress()) {
+        ereport(ERROR,
+                (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+                 errmsg("cannot generate Snowflake ids during recovery"),
+                 errdetail("A standby shares its primary's node ids; ids made here could collide."),
+                 errhint("Call snowflake_nextval() on the primary.")));
+    }
+}
+
+// Spins only while the clock still reads the exhausted millisecond, so that a clock step in
+// either direction goes back to the generator, which decides what it means.
+void wait_for_clock_to_leave(int64 exhausted_unix_ms) {
+    while (wall_clock_unix_ms() == exhausted_unix_ms) {
+        CHECK_FOR_INTERRUPTS();
+    }
+}
+
+// Either refuses at once (the state stays as it is) or sleeps on the latch so a cancel or
+// statement_timeout ends the wait.
+void wait_or_refuse_clock_behind(int64 last_unix_ms, int64 now_unix_ms) {
+    const int64 gap_ms = last_unix_ms - now_unix_ms;
+    if (gap_ms > snowflake_max_clock_rollback_wait_ms) {
+        char last_text[MAXDATELEN + 1];
+        char now_text[MAXDATELEN + 1];
+        strlcpy(last_text, timestamptz_to_str(timestamptz_from_unix_ms(last_unix_ms)),
+                sizeof(last_text));
+        strlcpy(now_text, timestamptz_to_str(timestamptz_from_unix_ms(now_unix_ms)),
+                sizeof(now_text));
+        ereport(ERROR,
+                (errcode(ERRCODE_SYSTEM_ERROR),
+                 errmsg("clock moved backwards by %lld ms, refusing to generate Snowflake ids",
+                        static_cast<long long>(gap_ms)),
+                 errdetail("The clock reads %s but ids were already issued up to %s; generation "
+                           "is refused until the clock reaches %s (gap %lld ms, "
+                           "snowflake.max_clock_rollback_wait is %d ms).",
+                           now_text, last_text, last_text, static_cast<long long>(gap_ms),
+                           snowflake_max_clock_rollback_wait_ms),
+                 errhint("Fix the system clock, or raise snowflake.max_clock_rollback_wait to "
+                         "wait out steps back of this size.")));
+    }
+    (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+                    static_cast<long>(gap_ms), PG_WAIT_EXTENSION);
+    ResetLatch(MyLatch);
+    CHECK_FOR_INTERRUPTS();
+}
+
+[[noreturn]] void report_clock_out_of_range(int64 now_unix_ms) {
+    ereport(ERROR,
+            (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+             errmsg("the clock reads %lld Unix ms, outside the Snowflake timestamp range",
+                    static_cast<long long>(now_unix_ms)),
+             errdetail("Snowflake ids can be generated from %lld to %lld Unix ms "
+                       "(2010-11-04 01:42:54.657 to 2080-07-10 17:30:30.208 UTC).",
+                       static_cast<long long>(snowflake::kEpochUnixMs),
+                       static_cast<long long>(snowflake::kMaxUnixMs))));
+    pg_unreachable();
+}
+
+}  // namespace
+
+// The one generator of the instance: every backend and parallel worker draws from shared memory.
+Datum snowflake_nextval(PG_FUNCTION_ARGS) {
+    SnowflakeShared *shared = require_shared_state();
+    refuse_during_recovery();
+    const snowflake::Node node = configured_node();
+    bool counted_sequence_wait = false;
+    bool counted_clock_rollback = false;
+    for (;;) {
+        const snowflake::NextResult next =
+            snowflake::next_id(shared->generator, node, wall_clock_unix_ms);
+        switch (next.status) {
+            case snowflake::NextStatus::kIssued:
+                snowflake_count_issued_id(shared);
+                PG_RETURN_INT64(next.id);
+            case snowflake::NextStatus::kSequenceExhausted:
+                if (!counted_sequence_wait) {
+                    shared->sequence_waits.fetch_add(1, std::memory_order_relaxed);
+                    counted_sequence_wait = true;
+                }
+                wait_for_clock_to_leave(next.now_unix_ms);
+                break;
+            case snowflake::NextStatus::kClockBehind:
+                if (!counted_clock_rollback) {
+                    shared->clock_rollbacks.fetch_add(1, std::memory_order_relaxed);
+                    counted_clock_rollback = true;
+                }
+                wait_or_refuse_clock_behind(next.last_unix_ms, next.now_unix_ms);
+                break;
+            case snowflake::NextStatus::kClockOutOfRange:
+                report_clock_out_of_range(next.now_unix_ms);
+        }
+    }
+}
+
+// Introspection that also works without preloading, showing the settings and an empty state.
+Datum snowflake_info(PG_FUNCTION_ARGS) {
+    TupleDesc tupdesc;
+    if (get_call_result_type(fcinfo, nullptr, &tupdesc) != TYPEFUNC_COMPOSITE) {
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("snowflake_info() must return a composite type")));
+    }
+    tupdesc = BlessTupleDesc(tupdesc);
+
+    Datum values[7] = {};
+    bool nulls[7] = {};
+    values[0] = Int32GetDatum(snowflake_datacenter_id_setting);
+    nulls[0] = snowflake_datacenter_id_setting < 0;
+    values[1] = Int32GetDatum(snowflake_machine_id_setting);
+    nulls[1] = snowflake_machine_id_setting < 0;
+    values[2] = TimestampTzGetDatum(timestamptz_from_unix_ms(snowflake::kEpochUnixMs));
+    nulls[3] = true;
+    values[4] = Int64GetDatum(0);
+    values[5] = Int64GetDatum(0);
+    values[6] = Int64GetDatum(0);
+    if (snowflake_shared != nullptr) {
+        const snowflake::LastIssued last = snowflake::last_issued(snowflake_shared->generator);
+        values[3] = TimestampTzGetDatum(timestamptz_from_unix_ms(last.unix_ms));
+        nulls[3] = !last.any;
+        values[4] = Int64GetDatum(static_cast<int64>(snowflake_total_issued_ids(snowflake_shared)));
+        values[5] = Int64GetDatum(static_cast<int64>(
+            snowflake_shared->sequence_waits.load(std::memory_order_relaxed)));
+        values[6] = Int64GetDatum(static_cast<int64>(
+            snowflake_shared->clock_rollbacks.load(std::memory_order_relaxed)));
+    }
+    PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}

@@ -1,0 +1,174 @@
+// Module set-up: _PG_init, the GUCs and the shared-memory hooks of the snowflake extension.
+//
+// Concurrency. One SnowflakeShared struct per server instance lives in shared memory. Its
+// generator word is changed only by compare-and-swap (see core/generator.hpp), so no lock is ever
+// taken to issue an id. AddinShmemInitLock is held only while the struct is created at start-up.
+// The counters for snowflake_info() are one slot per PGPROC, each written only by its owner with a
+// plain atomic store; the rare events (sequence waits, clock rollbacks) use a shared fetch_add.
+//
+// Error boundary. Every translation unit is compiled with -fno-exceptions, so no C++ exception can
+// exist, let alone cross an extern "C" entry point. ereport() longjmps; it may only run where no
+// C++ frame owns a non-trivial destructor. The glue holds no such objects: the only C++ values it
+// keeps are core results, and the core static_asserts that they are trivially destructible.
+
+#include <new>
+
+extern "C" {
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/proc.h"
+#include "storage/shmem.h"
+#include "utils/guc.h"
+#if PG_VERSION_NUM < 150000
+#include "postmaster/autovacuum.h"
+#include "replication/walsender.h"
+#endif
+
+PG_MODULE_MAGIC;
+
+void _PG_init(void);
+}
+
+#include "core/layout.hpp"
+#include "pg/shared_state.hpp"
+
+SnowflakeShared *snowflake_shared = nullptr;
+
+int snowflake_datacenter_id_setting = -1;
+int snowflake_machine_id_setting = -1;
+int snowflake_max_clock_rollback_wait_ms = 0;
+
+namespace {
+
+shmem_startup_hook_type previous_shmem_startup_hook = nullptr;
+#if PG_VERSION_NUM >= 150000
+shmem_request_hook_type previous_shmem_request_hook = nullptr;
+#endif
+
+IdCounter *own_id_counter = nullptr;
+
+// Regular backends, including background and parallel workers, own PGPROC slots below this bound.
+uint32_t counter_slot_count() {
+#if PG_VERSION_NUM >= 150000
+    return static_cast<uint32_t>(MaxBackends);
+#else
+    // Before 15, MaxBackends is computed only after _PG_init has requested its memory.
+    return static_cast<uint32_t>(MaxConnections + autovacuum_max_workers + 1 +
+                                 max_worker_processes + max_wal_senders);
+#endif
+}
+
+// The counters sit right after the struct; ShmemInitStruct returns cache-line aligned memory.
+IdCounter *id_counters(const SnowflakeShared *shared) {
+    return reinterpret_cast<IdCounter *>(const_cast<SnowflakeShared *>(shared) + 1);
+}
+
+Size shared_state_size() {
+    return add_size(sizeof(SnowflakeShared), mul_size(counter_slot_count(), sizeof(IdCounter)));
+}
+
+int own_proc_number() {
+#if PG_VERSION_NUM >= 170000
+    return MyProcNumber;
+#else
+    return MyProc != nullptr ? MyProc->pgprocno : -1;
+#endif
+}
+
+#if PG_VERSION_NUM >= 150000
+// Since 15, add-in shared memory must be requested from this hook.
+void request_shared_memory() {
+    if (previous_shmem_request_hook != nullptr) {
+        previous_shmem_request_hook();
+    }
+    RequestAddinShmemSpace(shared_state_size());
+}
+#endif
+
+// Runs in the postmaster at start and after every crash re-initialisation of shared memory.
+void attach_shared_memory() {
+    if (previous_shmem_startup_hook != nullptr) {
+        previous_shmem_startup_hook();
+    }
+    LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+    bool found = false;
+    void *memory = ShmemInitStruct("snowflake", shared_state_size(), &found);
+    auto *shared = static_cast<SnowflakeShared *>(memory);
+    if (!found) {
+        new (memory) SnowflakeShared();
+        shared->counter_count = counter_slot_count();
+        IdCounter *counters = id_counters(shared);
+        for (uint32_t i = 0; i < shared->counter_count; i++) {
+            new (&counters[i]) IdCounter();
+        }
+    }
+    LWLockRelease(AddinShmemInitLock);
+    snowflake_shared = shared;
+}
+
+void define_settings() {
+    DefineCustomIntVariable(
+        "snowflake.datacenter_id", "Datacenter id (0-31) written into every Snowflake id.",
+        "-1 means not set: snowflake_nextval() refuses to run until it is set.",
+        &snowflake_datacenter_id_setting, -1, -1, snowflake::kMaxDatacenterId, PGC_SIGHUP,
+        0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "snowflake.machine_id", "Machine id (0-31) written into every Snowflake id.",
+        "-1 means not set: snowflake_nextval() refuses to run until it is set.",
+        &snowflake_machine_id_setting, -1, -1, snowflake::kMaxMachineId, PGC_SIGHUP, 0,
+        nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "snowflake.max_clock_rollback_wait",
+        "How long snowflake_nextval() waits for a clock that moved backwards before it refuses.",
+        nullptr, &snowflake_max_clock_rollback_wait_ms, 0, 0, 60000, PGC_SIGHUP, GUC_UNIT_MS,
+        nullptr, nullptr, nullptr);
+#if PG_VERSION_NUM >= 150000
+    MarkGUCPrefixReserved("snowflake");
+#else
+    EmitWarningsOnPlaceholders("snowflake");
+#endif
+}
+
+}  // namespace
+
+void snowflake_count_issued_id(SnowflakeShared *shared) {
+    if (own_id_counter == nullptr) {
+        const int proc_number = own_proc_number();
+        if (proc_number < 0 || static_cast<uint32_t>(proc_number) >= shared->counter_count) {
+            shared->unslotted_ids.fetch_add(1, std::memory_order_relaxed);
+            return;
+        }
+        own_id_counter = &id_counters(shared)[proc_number];
+    }
+    std::atomic<uint64_t> &ids = own_id_counter->ids;
+    ids.store(ids.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+uint64_t snowflake_total_issued_ids(const SnowflakeShared *shared) {
+    uint64_t total = shared->unslotted_ids.load(std::memory_order_relaxed);
+    const IdCounter *counters = id_counters(shared);
+    for (uint32_t i = 0; i < shared->counter_count; i++) {
+        total += counters[i].ids.load(std::memory_order_relaxed);
+    }
+    return total;
+}
+
+// Settings always exist; shared memory only when preloaded, since only the postmaster can add it.
+void _PG_init(void) {
+    define_settings();
+    if (!process_shared_preload_libraries_in_progress) {
+        return;
+    }
+#if PG_VERSION_NUM >= 150000
+    previous_shmem_request_hook = shmem_request_hook;
+    shmem_request_hook = request_shared_memory;
+#else
+    RequestAddinShmemSpace(shared_state_size());
+#endif
+    previous_shmem_startup_hook = shmem_startup_hook;
+    shmem_startup_hook = attach_shared_memory;
+}

@@ -1,0 +1,84 @@
+# What snowflake_nextval() says when the server is not ready for it: not preloaded, node ids
+# unset, a standby in recovery. And that the node ids are applied by a reload.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+# Runs SQL that must fail and returns "SQLSTATE: message" plus the hint, from psql's verbose output.
+sub error_of {
+    my ($node, $sql) = @_;
+    my ($ret, $stdout, $stderr) =
+      $node->psql('postgres', "\\set VERBOSITY verbose\n$sql", on_error_stop => 1);
+    isnt($ret, 0, "fails: $sql");
+    return $stderr;
+}
+
+# Without shared_preload_libraries: the pure functions work, generation explains what to do.
+my $plain = PostgreSQL::Test::Cluster->new('not_preloaded');
+$plain->init;
+$plain->start;
+$plain->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+is($plain->safe_psql('postgres', 'SELECT snowflake_encode(1700000000000, 7, 13, 4095)'),
+    '1724551110457221119', 'encoding works without preloading');
+is($plain->safe_psql('postgres', 'SELECT snowflake_machine_id(1724551110457221119)'),
+    '13', 'decoding works without preloading');
+my $error = error_of($plain, 'SELECT snowflake_nextval()');
+like($error, qr/ERROR:  55000: snowflake must be loaded via shared_preload_libraries/,
+    'nextval without preloading: 55000');
+like($error, qr/HINT:  Add shared_preload_libraries = 'snowflake' to postgresql.conf/,
+    'the hint shows the line to add');
+is( $plain->safe_psql(
+        'postgres',
+        q(SELECT concat_ws(',', datacenter_id IS NULL, machine_id IS NULL, epoch,
+                 last_timestamp IS NULL, ids_generated, sequence_waits, clock_rollbacks)
+          FROM snowflake_info())),
+    't,t,2010-11-04 01:42:54.657+00,t,0,0,0',
+    'snowflake_info works without preloading and shows an empty state');
+$plain->stop;
+
+# Preloaded, node ids not set yet.
+my $primary = PostgreSQL::Test::Cluster->new('primary');
+$primary->init(allows_streaming => 1);
+$primary->append_conf('postgresql.conf', "shared_preload_libraries = 'snowflake'\n");
+$primary->start;
+$primary->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+$error = error_of($primary, 'SELECT snowflake_nextval()');
+like($error, qr/ERROR:  55000: snowflake.datacenter_id is not set/, 'unset datacenter id: 55000');
+like($error, qr/HINT:  Set snowflake.datacenter_id to a value from 0 to 31/, 'with a hint');
+
+$primary->safe_psql('postgres', 'ALTER SYSTEM SET snowflake.datacenter_id = 4');
+$primary->reload;
+$error = error_of($primary, 'SELECT snowflake_nextval()');
+like($error, qr/ERROR:  55000: snowflake.machine_id is not set/, 'unset machine id: 55000');
+
+# A value out of range is refused by the GUC machinery, with the range in the message.
+$error = error_of($primary, 'ALTER SYSTEM SET snowflake.machine_id = 32');
+like($error, qr/32 is outside the valid range for parameter "snowflake.machine_id" \(-1 \.\. 31\)/,
+    'out-of-range machine id refused with its range');
+
+$primary->safe_psql('postgres', 'ALTER SYSTEM SET snowflake.machine_id = 9');
+$primary->reload;
+is( $primary->safe_psql(
+        'postgres',
+        'SELECT snowflake_datacenter_id(id) || \'/\' || snowflake_machine_id(id) '
+          . 'FROM snowflake_nextval() AS id'),
+    '4/9',
+    'ids set by ALTER SYSTEM and a reload are used');
+
+# A standby carries the primary's node ids: generating there is refused.
+$primary->backup('base');
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($primary, 'base', has_streaming => 1);
+$standby->start;
+$primary->wait_for_catchup($standby);
+$error = error_of($standby, 'SELECT snowflake_nextval()');
+like($error, qr/ERROR:  25006: cannot generate Snowflake ids during recovery/,
+    'standby in recovery: 25006');
+is($standby->safe_psql('postgres', 'SELECT snowflake_sequence(1724551110457221119)'),
+    '4095', 'decoding works on a standby');
+
+$standby->stop;
+$primary->stop;
+done_testing();
