@@ -59,14 +59,15 @@ int64_t min_id_at_or_after(int64_t unix_ms) noexcept;
 int64_t max_id_at_or_before(int64_t unix_ms) noexcept;
 
 // Division rounding toward negative and positive infinity, for microsecond-to-millisecond steps.
+// C++ division truncates toward zero; the exact quotient is negative when the signs differ.
 constexpr int64_t floor_div(int64_t value, int64_t divisor) noexcept {
     const int64_t quotient = value / divisor;
-    return (value % divisor != 0 && value < 0) ? quotient - 1 : quotient;
+    return (value % divisor != 0 && (value < 0) != (divisor < 0)) ? quotient - 1 : quotient;
 }
 
 constexpr int64_t ceil_div(int64_t value, int64_t divisor) noexcept {
     const int64_t quotient = value / divisor;
-    return (value % divisor != 0 && value > 0) ? quotient + 1 : quotient;
+    return (value % divisor != 0 && (value < 0) == (divisor < 0)) ? quotient + 1 : quotient;
 }
 
 // PostgreSQL's timestamptz counts microseconds from 2000-01-01; these bridge it to Unix ms

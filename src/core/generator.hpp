@@ -81,9 +81,8 @@ NextResult next_id(GeneratorState &state, Node node, ReadClock &&read_clock) noe
         if (decision.status != NextStatus::kIssued) {
             return {decision.status, 0, now_unix_ms, decision.last_unix_ms};
         }
-        if (state.next_slot.compare_exchange_weak(next, decision.slot + 1,
-                                                  std::memory_order_acq_rel,
-                                                  std::memory_order_acquire)) {
+        if (state.next_slot.compare_exchange_weak(
+                next, decision.slot + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
             return {NextStatus::kIssued, id_from_slot(decision.slot, node), now_unix_ms, 0};
         }
     }

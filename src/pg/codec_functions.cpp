@@ -37,11 +37,10 @@ using snowflake::CodecStatus;
 
 [[noreturn]] void report_field_out_of_range(CodecStatus status, const snowflake::Parts &parts) {
     const snowflake::FieldError field = snowflake::field_error(status, parts);
-    ereport(ERROR,
-            (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-             errmsg("Snowflake %s %lld is out of range: it must be between %lld and %lld",
-                    field.name, static_cast<long long>(field.value),
-                    static_cast<long long>(field.min), static_cast<long long>(field.max))));
+    ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+                    errmsg("Snowflake %s %lld is out of range: it must be between %lld and %lld",
+                           field.name, static_cast<long long>(field.value),
+                           static_cast<long long>(field.min), static_cast<long long>(field.max))));
     pg_unreachable();
 }
 
@@ -111,8 +110,7 @@ Datum snowflake_decode(PG_FUNCTION_ARGS) {
 
 // The scalar accessors spare callers the row construction when they need one field.
 Datum snowflake_timestamp(PG_FUNCTION_ARGS) {
-    PG_RETURN_TIMESTAMPTZ(
-        snowflake::pg_us_from_unix_ms(decoded_parts(PG_GETARG_INT64(0)).unix_ms));
+    PG_RETURN_TIMESTAMPTZ(snowflake::pg_us_from_unix_ms(decoded_parts(PG_GETARG_INT64(0)).unix_ms));
 }
 
 Datum snowflake_unix_ms(PG_FUNCTION_ARGS) {
@@ -151,8 +149,8 @@ Datum snowflake_encode_timestamptz(PG_FUNCTION_ARGS) {
 
 // Lower bound of an id range; a sub-millisecond instant rounds up so the bound stays exact.
 Datum snowflake_min_id(PG_FUNCTION_ARGS) {
-    PG_RETURN_INT64(
-        snowflake::min_id_at_or_after(snowflake::unix_ms_ceil_from_pg_us(PG_GETARG_TIMESTAMPTZ(0))));
+    PG_RETURN_INT64(snowflake::min_id_at_or_after(
+        snowflake::unix_ms_ceil_from_pg_us(PG_GETARG_TIMESTAMPTZ(0))));
 }
 
 // Upper bound of an id range; a sub-millisecond instant rounds down so the bound stays exact.

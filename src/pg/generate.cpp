@@ -52,12 +52,12 @@ SnowflakeShared *require_shared_state() {
 
 void require_setting(const char *name, int value) {
     if (value < 0) {
-        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                        errmsg("%s is not set", name),
-                        errhint("Set %s to a value from 0 to 31, unique to this server, in "
-                                "postgresql.conf or with ALTER SYSTEM, then reload the "
-                                "configuration.",
-                                name)));
+        ereport(ERROR,
+                (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE), errmsg("%s is not set", name),
+                 errhint("Set %s to a value from 0 to 31, unique to this server, in "
+                         "postgresql.conf or with ALTER SYSTEM, then reload the "
+                         "configuration.",
+                         name)));
     }
 }
 
@@ -117,14 +117,13 @@ void wait_or_refuse_clock_behind(int64 last_unix_ms, int64 now_unix_ms) {
 }
 
 [[noreturn]] void report_clock_out_of_range(int64 now_unix_ms) {
-    ereport(ERROR,
-            (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-             errmsg("the clock reads %lld Unix ms, outside the Snowflake timestamp range",
-                    static_cast<long long>(now_unix_ms)),
-             errdetail("Snowflake ids can be generated from %lld to %lld Unix ms "
-                       "(2010-11-04 01:42:54.657 to 2080-07-10 17:30:30.208 UTC).",
-                       static_cast<long long>(snowflake::kEpochUnixMs),
-                       static_cast<long long>(snowflake::kMaxUnixMs))));
+    ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+                    errmsg("the clock reads %lld Unix ms, outside the Snowflake timestamp range",
+                           static_cast<long long>(now_unix_ms)),
+                    errdetail("Snowflake ids can be generated from %lld to %lld Unix ms "
+                              "(2010-11-04 01:42:54.657 to 2080-07-10 17:30:30.208 UTC).",
+                              static_cast<long long>(snowflake::kEpochUnixMs),
+                              static_cast<long long>(snowflake::kMaxUnixMs))));
     pg_unreachable();
 }
 
@@ -189,10 +188,10 @@ Datum snowflake_info(PG_FUNCTION_ARGS) {
         values[3] = TimestampTzGetDatum(timestamptz_from_unix_ms(last.unix_ms));
         nulls[3] = !last.any;
         values[4] = Int64GetDatum(static_cast<int64>(snowflake_total_issued_ids(snowflake_shared)));
-        values[5] = Int64GetDatum(static_cast<int64>(
-            snowflake_shared->sequence_waits.load(std::memory_order_relaxed)));
-        values[6] = Int64GetDatum(static_cast<int64>(
-            snowflake_shared->clock_rollbacks.load(std::memory_order_relaxed)));
+        values[5] = Int64GetDatum(
+            static_cast<int64>(snowflake_shared->sequence_waits.load(std::memory_order_relaxed)));
+        values[6] = Int64GetDatum(
+            static_cast<int64>(snowflake_shared->clock_rollbacks.load(std::memory_order_relaxed)));
     }
     PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

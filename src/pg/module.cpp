@@ -111,16 +111,16 @@ void attach_shared_memory() {
 }
 
 void define_settings() {
-    DefineCustomIntVariable(
-        "snowflake.datacenter_id", "Datacenter id (0-31) written into every Snowflake id.",
-        "-1 means not set: snowflake_nextval() refuses to run until it is set.",
-        &snowflake_datacenter_id_setting, -1, -1, snowflake::kMaxDatacenterId, PGC_SIGHUP,
-        0, nullptr, nullptr, nullptr);
-    DefineCustomIntVariable(
-        "snowflake.machine_id", "Machine id (0-31) written into every Snowflake id.",
-        "-1 means not set: snowflake_nextval() refuses to run until it is set.",
-        &snowflake_machine_id_setting, -1, -1, snowflake::kMaxMachineId, PGC_SIGHUP, 0,
-        nullptr, nullptr, nullptr);
+    DefineCustomIntVariable("snowflake.datacenter_id",
+                            "Datacenter id (0-31) written into every Snowflake id.",
+                            "-1 means not set: snowflake_nextval() refuses to run until it is set.",
+                            &snowflake_datacenter_id_setting, -1, -1, snowflake::kMaxDatacenterId,
+                            PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable("snowflake.machine_id",
+                            "Machine id (0-31) written into every Snowflake id.",
+                            "-1 means not set: snowflake_nextval() refuses to run until it is set.",
+                            &snowflake_machine_id_setting, -1, -1, snowflake::kMaxMachineId,
+                            PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
     DefineCustomIntVariable(
         "snowflake.max_clock_rollback_wait",
         "How long snowflake_nextval() waits for a clock that moved backwards before it refuses.",
