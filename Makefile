@@ -5,7 +5,9 @@ MODULE_big = snowflake
 OBJS = \
 	src/core/codec.o \
 	src/core/generator.o \
+	src/core/mark_file.o \
 	src/pg/codec_functions.o \
+	src/pg/durable_mark.o \
 	src/pg/generate.o \
 	src/pg/module.o
 DATA = src/sql/snowflake--1.0.sql
@@ -35,7 +37,7 @@ include $(PGXS)
 # The LLVM bitcode for JIT inlining is compiled by clang from the same sources and flags.
 BITCODE_CXXFLAGS += $(SNOWFLAKE_CXXFLAGS)
 
-CORE_SOURCES = src/core/codec.cpp src/core/generator.cpp
+CORE_SOURCES = src/core/codec.cpp src/core/generator.cpp src/core/mark_file.cpp
 CORE_HEADERS = $(wildcard src/core/*.hpp)
 UNIT_SOURCES = $(wildcard test/unit/*_test.cpp)
 UNIT_FLAGS = -std=c++17 -Wall -Wextra -Werror -I$(srcdir)/src -pthread

@@ -21,7 +21,9 @@ SELECT i.ids_generated - b.ids_generated >= 50000 AS counted_every_id,
        i.sequence_waits >= b.sequence_waits AS waits_never_decrease,
        i.clock_rollbacks = 0 AS no_rollbacks,
        i.last_timestamp >= (SELECT max(snowflake_timestamp(id)) FROM made) AS last_covers_ids,
-       i.last_timestamp <= clock_timestamp() AS last_not_in_future
+       i.last_timestamp <= clock_timestamp() AS last_not_in_future,
+       i.persisted_mark >= i.last_timestamp AS mark_covers_last,
+       i.persisted_mark <= clock_timestamp() + interval '1 second' AS mark_within_a_lease
 FROM snowflake_info() AS i, before AS b;
 
 -- Every object of the extension carries a comment.

@@ -15,7 +15,7 @@ NodeResult make_node(int32_t datacenter_id, int32_t machine_id) noexcept {
     return {encoded.status, {encoded.id}};
 }
 
-Decision decide(uint64_t next_slot, int64_t now_unix_ms) noexcept {
+Decision decide(uint64_t next_slot, int64_t now_unix_ms, int64_t issue_limit_unix_ms) noexcept {
     if (now_unix_ms < kEpochUnixMs || now_unix_ms > kMaxUnixMs) {
         return {NextStatus::kClockOutOfRange, 0, 0};
     }
@@ -28,6 +28,9 @@ Decision decide(uint64_t next_slot, int64_t now_unix_ms) noexcept {
     }
     if (next_slot == past_last_slot_now) {
         return {NextStatus::kSequenceExhausted, 0, 0};
+    }
+    if (now_unix_ms > issue_limit_unix_ms) {
+        return {NextStatus::kPastIssueLimit, 0, 0};
     }
     return {NextStatus::kIssued, next_slot > first_slot_now ? next_slot : first_slot_now, 0};
 }
@@ -44,6 +47,18 @@ LastIssued last_issued(const GeneratorState &state) noexcept {
         return {false, 0};
     }
     return {true, static_cast<int64_t>((next - 1) >> kSequenceBits) + kEpochUnixMs};
+}
+
+void raise_floor(GeneratorState &state, int64_t through_unix_ms) noexcept {
+    if (through_unix_ms < kEpochUnixMs) {
+        return;
+    }
+    const uint64_t floor = static_cast<uint64_t>(through_unix_ms - kEpochUnixMs + 1)
+                           << kSequenceBits;
+    uint64_t next = state.next_slot.load(std::memory_order_acquire);
+    while (next < floor && !state.next_slot.compare_exchange_weak(
+                               next, floor, std::memory_order_acq_rel, std::memory_order_acquire)) {
+    }
 }
 
 }  // namespace snowflake

@@ -37,6 +37,7 @@ enum class NextStatus : uint8_t {
     kSequenceExhausted,  // 4,096 ids used this millisecond: retry when the clock moves on
     kClockBehind,        // the clock reads before last_unix_ms: refused, state untouched
     kClockOutOfRange,    // the clock is before the epoch or past the 41-bit field
+    kPastIssueLimit,     // the clock is past the durable mark: extend it, then retry
 };
 
 struct NextResult {
@@ -61,8 +62,9 @@ struct LastIssued {
 // Validates node ids once, so the per-id path only ORs in ready bits.
 NodeResult make_node(int32_t datacenter_id, int32_t machine_id) noexcept;
 
-// The rules of the layout for one state word and one clock reading; it writes nothing.
-Decision decide(uint64_t next_slot, int64_t now_unix_ms) noexcept;
+// The rules of the layout for one state word and one clock reading; it writes nothing. No id is
+// ever issued with a timestamp past issue_limit_unix_ms (the durable mark).
+Decision decide(uint64_t next_slot, int64_t now_unix_ms, int64_t issue_limit_unix_ms) noexcept;
 
 // Puts a claimed slot and the node bits together into an id.
 int64_t id_from_slot(uint64_t slot, Node node) noexcept;
@@ -73,11 +75,12 @@ int64_t id_from_slot(uint64_t slot, Node node) noexcept;
 // before this reading, so a reading that is merely late (the process was preempted) is never
 // mistaken for a clock that moved backwards.
 template <typename ReadClock>
-NextResult next_id(GeneratorState &state, Node node, ReadClock &&read_clock) noexcept {
+NextResult next_id(GeneratorState &state, Node node, int64_t issue_limit_unix_ms,
+                   ReadClock &&read_clock) noexcept {
     uint64_t next = state.next_slot.load(std::memory_order_acquire);
     for (;;) {
         const int64_t now_unix_ms = read_clock();
-        const Decision decision = decide(next, now_unix_ms);
+        const Decision decision = decide(next, now_unix_ms, issue_limit_unix_ms);
         if (decision.status != NextStatus::kIssued) {
             return {decision.status, 0, now_unix_ms, decision.last_unix_ms};
         }
@@ -90,6 +93,25 @@ NextResult next_id(GeneratorState &state, Node node, ReadClock &&read_clock) noe
 
 // The timestamp of the last id issued from this state, for introspection.
 LastIssued last_issued(const GeneratorState &state) noexcept;
+
+// Marks every slot up to and including the millisecond through_unix_ms as used, so that a state
+// restored from a durable mark (or a standby's state, from the primary's marks) never reissues.
+void raise_floor(GeneratorState &state, int64_t through_unix_ms) noexcept;
+
+// The durable mark is a lease: a timestamp at or past every timestamp issued. It is extended to
+// kLeaseMs past the clock once the clock comes within half of that of it, so that at full speed
+// it is written about twice a second and a crash restart waits out less than kLeaseMs.
+inline constexpr int64_t kLeaseMs = 1000;
+
+// Whether a clock reading is close enough to the mark that the mark should move on.
+constexpr bool lease_needs_extension(int64_t now_unix_ms, int64_t mark_unix_ms) noexcept {
+    return now_unix_ms + kLeaseMs / 2 > mark_unix_ms;
+}
+
+// The mark an extension at this clock reading writes.
+constexpr int64_t extended_lease(int64_t now_unix_ms) noexcept {
+    return now_unix_ms + kLeaseMs;
+}
 
 static_assert(std::is_trivially_destructible_v<NextResult> &&
                   std::is_trivially_destructible_v<NodeResult> &&

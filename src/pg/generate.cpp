@@ -88,10 +88,16 @@ void wait_for_clock_to_leave(int64 exhausted_unix_ms) {
 }
 
 // Either refuses at once (the state stays as it is) or sleeps on the latch so a cancel or
-// statement_timeout ends the wait.
-void wait_or_refuse_clock_behind(int64 last_unix_ms, int64 now_unix_ms) {
+// statement_timeout ends the wait. The rest of a lease restored at start-up is always waited out.
+void wait_or_refuse_clock_behind(SnowflakeShared *shared, int64 last_unix_ms, int64 now_unix_ms,
+                                 bool *counted_clock_rollback) {
     const int64 gap_ms = last_unix_ms - now_unix_ms;
-    if (gap_ms > snowflake_max_clock_rollback_wait_ms) {
+    const bool rest_of_lease = snowflake_within_restored_lease(shared, last_unix_ms, now_unix_ms);
+    if (!rest_of_lease && !*counted_clock_rollback) {
+        shared->clock_rollbacks.fetch_add(1, std::memory_order_relaxed);
+        *counted_clock_rollback = true;
+    }
+    if (!rest_of_lease && gap_ms > snowflake_max_clock_rollback_wait_ms) {
         char last_text[MAXDATELEN + 1];
         char now_text[MAXDATELEN + 1];
         strlcpy(last_text, timestamptz_to_str(timestamptz_from_unix_ms(last_unix_ms)),
@@ -134,15 +140,23 @@ Datum snowflake_nextval(PG_FUNCTION_ARGS) {
     SnowflakeShared *shared = require_shared_state();
     refuse_during_recovery();
     const snowflake::Node node = configured_node();
+    snowflake_require_usable_mark(shared);
     bool counted_sequence_wait = false;
     bool counted_clock_rollback = false;
     for (;;) {
+        const int64 mark = shared->durable_mark_ms.load(std::memory_order_acquire);
         const snowflake::NextResult next =
-            snowflake::next_id(shared->generator, node, wall_clock_unix_ms);
+            snowflake::next_id(shared->generator, node, mark, wall_clock_unix_ms);
         switch (next.status) {
             case snowflake::NextStatus::kIssued:
                 snowflake_count_issued_id(shared);
+                if (snowflake::lease_needs_extension(next.now_unix_ms, mark)) {
+                    snowflake_extend_durable_mark(shared, next.now_unix_ms, false);
+                }
                 PG_RETURN_INT64(next.id);
+            case snowflake::NextStatus::kPastIssueLimit:
+                snowflake_extend_durable_mark(shared, next.now_unix_ms, true);
+                break;
             case snowflake::NextStatus::kSequenceExhausted:
                 if (!counted_sequence_wait) {
                     shared->sequence_waits.fetch_add(1, std::memory_order_relaxed);
@@ -151,11 +165,8 @@ Datum snowflake_nextval(PG_FUNCTION_ARGS) {
                 wait_for_clock_to_leave(next.now_unix_ms);
                 break;
             case snowflake::NextStatus::kClockBehind:
-                if (!counted_clock_rollback) {
-                    shared->clock_rollbacks.fetch_add(1, std::memory_order_relaxed);
-                    counted_clock_rollback = true;
-                }
-                wait_or_refuse_clock_behind(next.last_unix_ms, next.now_unix_ms);
+                wait_or_refuse_clock_behind(shared, next.last_unix_ms, next.now_unix_ms,
+                                            &counted_clock_rollback);
                 break;
             case snowflake::NextStatus::kClockOutOfRange:
                 report_clock_out_of_range(next.now_unix_ms);
@@ -172,8 +183,8 @@ Datum snowflake_info(PG_FUNCTION_ARGS) {
     }
     tupdesc = BlessTupleDesc(tupdesc);
 
-    Datum values[7] = {};
-    bool nulls[7] = {};
+    Datum values[8] = {};
+    bool nulls[8] = {};
     values[0] = Int32GetDatum(snowflake_datacenter_id_setting);
     nulls[0] = snowflake_datacenter_id_setting < 0;
     values[1] = Int32GetDatum(snowflake_machine_id_setting);
@@ -183,6 +194,7 @@ Datum snowflake_info(PG_FUNCTION_ARGS) {
     values[4] = Int64GetDatum(0);
     values[5] = Int64GetDatum(0);
     values[6] = Int64GetDatum(0);
+    nulls[7] = true;
     if (snowflake_shared != nullptr) {
         const snowflake::LastIssued last = snowflake::last_issued(snowflake_shared->generator);
         values[3] = TimestampTzGetDatum(timestamptz_from_unix_ms(last.unix_ms));
@@ -192,6 +204,9 @@ Datum snowflake_info(PG_FUNCTION_ARGS) {
             static_cast<int64>(snowflake_shared->sequence_waits.load(std::memory_order_relaxed)));
         values[6] = Int64GetDatum(
             static_cast<int64>(snowflake_shared->clock_rollbacks.load(std::memory_order_relaxed)));
+        const int64 mark = snowflake_shared->durable_mark_ms.load(std::memory_order_acquire);
+        values[7] = TimestampTzGetDatum(timestamptz_from_unix_ms(mark));
+        nulls[7] = mark < snowflake::kEpochUnixMs;
     }
     PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

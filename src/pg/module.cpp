@@ -2,7 +2,9 @@
 //
 // Concurrency. One SnowflakeShared struct per server instance lives in shared memory. Its
 // generator word is changed only by compare-and-swap (see core/generator.hpp), so no lock is ever
-// taken to issue an id. AddinShmemInitLock is held only while the struct is created at start-up.
+// taken to issue an id. AddinShmemInitLock is held only while the struct is created at start-up;
+// the one LWLock of the "snowflake" tranche serialises extensions of the durable mark (see
+// durable_mark.cpp), which happen about twice a second at most.
 // The counters for snowflake_info() are one slot per PGPROC, each written only by its owner with a
 // plain atomic store; the rare events (sequence waits, clock rollbacks) use a shared fetch_add.
 //
@@ -86,6 +88,7 @@ void request_shared_memory() {
         previous_shmem_request_hook();
     }
     RequestAddinShmemSpace(shared_state_size());
+    RequestNamedLWLockTranche("snowflake", 1);
 }
 #endif
 
@@ -100,11 +103,13 @@ void attach_shared_memory() {
     auto *shared = static_cast<SnowflakeShared *>(memory);
     if (!found) {
         new (memory) SnowflakeShared();
+        shared->mark_lock = &GetNamedLWLockTranche("snowflake")[0].lock;
         shared->counter_count = counter_slot_count();
         IdCounter *counters = id_counters(shared);
         for (uint32_t i = 0; i < shared->counter_count; i++) {
             new (&counters[i]) IdCounter();
         }
+        snowflake_restore_durable_mark(shared);
     }
     LWLockRelease(AddinShmemInitLock);
     snowflake_shared = shared;
@@ -168,7 +173,9 @@ void _PG_init(void) {
     shmem_request_hook = request_shared_memory;
 #else
     RequestAddinShmemSpace(shared_state_size());
+    RequestNamedLWLockTranche("snowflake", 1);
 #endif
     previous_shmem_startup_hook = shmem_startup_hook;
     shmem_startup_hook = attach_shared_memory;
+    snowflake_register_wal_resource_manager();
 }

@@ -5,7 +5,12 @@
 #include <atomic>
 #include <cstdint>
 
+extern "C" {
+#include "storage/lwlock.h"
+}
+
 #include "core/generator.hpp"
+#include "core/mark_file.hpp"
 
 // One backend's count of issued ids, written only by the backend that owns the PGPROC slot of the
 // same index, on a cache line of its own so that counting never contends.
@@ -13,10 +18,27 @@ struct alignas(64) IdCounter {
     std::atomic<uint64_t> ids{0};
 };
 
-// The shared state: the generator word on a cache line of its own, then the rare-event counters;
+// How the durable mark file was found at start-up; anything but kUsable stops generation.
+enum class MarkFileState : uint32_t {
+    kUsable,      // read and verified, or absent (a new data directory)
+    kDamaged,     // present but not what this extension writes: malformed or checksum mismatch
+    kUnreadable,  // present but could not be read; mark_file_errno says why
+};
+
+// The shared state: the generator word on a cache line of its own; the durable mark, read on
+// every call and written about twice a second, on another; then the rare-event counters.
 // counter_count IdCounter slots follow the struct in the same shared-memory segment.
 struct SnowflakeShared {
     alignas(64) snowflake::GeneratorState generator;
+    // Persisted, and so the limit for every timestamp issued (core/generator.hpp, kLeaseMs).
+    alignas(64) std::atomic<int64_t> durable_mark_ms{0};
+    // The highest mark the generator state was raised to at start-up or by WAL replay: while the
+    // last timestamp is this one, nothing was issued since, and a gap of up to a lease is the
+    // rest of a lease to wait out, not a clock that moved backwards.
+    std::atomic<int64_t> lease_floor_ms{0};
+    MarkFileState mark_file_state = MarkFileState::kUsable;
+    int mark_file_errno = 0;
+    LWLock *mark_lock = nullptr;
     alignas(64) std::atomic<uint64_t> sequence_waits{0};
     std::atomic<uint64_t> clock_rollbacks{0};
     std::atomic<uint64_t> unslotted_ids{0};
@@ -35,3 +57,24 @@ void snowflake_count_issued_id(SnowflakeShared *shared);
 
 // Sums every backend's issued-id count, for snowflake_info().
 uint64_t snowflake_total_issued_ids(const SnowflakeShared *shared);
+
+// The durable mark (durable_mark.cpp). The file lives in the data directory.
+inline constexpr char kMarkFileName[] = "snowflake_mark";
+
+// At start-up and after a crash re-initialisation the generator starts from the file's mark; the
+// postmaster also arranges to save the exact last timestamp when it stops cleanly.
+void snowflake_restore_durable_mark(SnowflakeShared *shared);
+
+// Refuses generation, naming the file and the way out, when the mark could not be restored.
+void snowflake_require_usable_mark(const SnowflakeShared *shared);
+
+// Moves the mark a lease past now: WAL record, file, then shared memory. With wait false it
+// leaves the work to whoever already holds the lock.
+void snowflake_extend_durable_mark(SnowflakeShared *shared, int64_t now_unix_ms, bool wait);
+
+// Whether a clock this far behind is the rest of a restored lease, to be waited out.
+bool snowflake_within_restored_lease(const SnowflakeShared *shared, int64_t last_unix_ms,
+                                     int64_t now_unix_ms);
+
+// Registers the WAL resource manager that carries marks to standbys (PostgreSQL 15 and later).
+void snowflake_register_wal_resource_manager();

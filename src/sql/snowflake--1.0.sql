@@ -20,7 +20,8 @@ CREATE TYPE snowflake_info AS (
     last_timestamp timestamptz,
     ids_generated bigint,
     sequence_waits bigint,
-    clock_rollbacks bigint
+    clock_rollbacks bigint,
+    persisted_mark timestamptz
 );
 COMMENT ON TYPE snowflake_info IS
     'Settings and generator state of this server, as returned by snowflake_info()';

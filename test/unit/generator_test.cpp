@@ -22,6 +22,8 @@ constexpr int64_t kI64Min = std::numeric_limits<int64_t>::min();
 constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
 constexpr int64_t kT = 1700000000000;  // an arbitrary "now" well inside the window
 constexpr int kIdsPerMs = 4096;
+// An issue limit that never binds, for the tests that are not about the durable mark.
+constexpr int64_t kNoLimit = kMaxUnixMs;
 
 Node node_of(int32_t dc, int32_t m) {
     const NodeResult r = make_node(dc, m);
@@ -46,7 +48,7 @@ struct FakeClock {
 // One call of next_id at a fixed clock reading.
 NextResult next_at(GeneratorState &state, int64_t now, Node node) {
     FakeClock clock{now};
-    const NextResult r = next_id(state, node, clock);
+    const NextResult r = next_id(state, node, kNoLimit, clock);
     EXPECT_EQ(r.now_unix_ms, now);
     EXPECT_GE(clock.reads, 1);
     return r;
@@ -380,7 +382,7 @@ TEST(DecideTest, EachOutcome) {
          NextStatus::kSequenceExhausted, 0, 0},
     };
     for (const Case &c : cases) {
-        const Decision d = decide(c.next_slot, c.now);
+        const Decision d = decide(c.next_slot, c.now, kNoLimit);
         EXPECT_EQ(d.status, c.status) << c.next_slot << " @ " << c.now;
         if (c.status == NextStatus::kIssued) {
             EXPECT_EQ(d.slot, c.slot) << c.next_slot << " @ " << c.now;
@@ -389,6 +391,62 @@ TEST(DecideTest, EachOutcome) {
             EXPECT_EQ(d.last_unix_ms, c.last_unix_ms) << c.next_slot << " @ " << c.now;
         }
     }
+}
+
+// The durable mark bounds every issued timestamp; a refusal past it must leave the state alone.
+TEST(GeneratorTest, NothingIsIssuedPastTheIssueLimit) {
+    GeneratorState state;
+    const Node node = node_of(1, 2);
+    FakeClock clock{kT};
+    EXPECT_EQ(next_id(state, node, kT, clock).status, NextStatus::kIssued);
+    const uint64_t before = word(state);
+    clock.now = kT + 1;
+    const NextResult past = next_id(state, node, kT, clock);
+    EXPECT_EQ(past.status, NextStatus::kPastIssueLimit);
+    EXPECT_EQ(past.now_unix_ms, kT + 1);
+    EXPECT_EQ(word(state), before);
+    // At the limit itself issuing goes on, and once the limit moves so does the generator.
+    clock.now = kT;
+    EXPECT_EQ(next_id(state, node, kT, clock).status, NextStatus::kIssued);
+    clock.now = kT + 1;
+    const NextResult after = next_id(state, node, kT + 1, clock);
+    ASSERT_EQ(after.status, NextStatus::kIssued);
+    EXPECT_EQ(decode(after.id).parts.unix_ms, kT + 1);
+    // A clock behind the issued ids is still reported as behind, whatever the limit.
+    clock.now = kT - 5;
+    EXPECT_EQ(next_id(state, node, kT - 10, clock).status, NextStatus::kClockBehind);
+}
+
+// A restored mark must make its whole millisecond and everything before it unavailable.
+TEST(GeneratorTest, RaiseFloorSkipsEverySlotThroughTheMark) {
+    GeneratorState state;
+    const Node node = node_of(0, 0);
+    raise_floor(state, kT);
+    EXPECT_EQ(last_issued(state).unix_ms, kT);
+    EXPECT_EQ(next_at(state, kT, node).status, NextStatus::kSequenceExhausted);
+    const NextResult behind = next_at(state, kT - 1, node);
+    EXPECT_EQ(behind.status, NextStatus::kClockBehind);
+    EXPECT_EQ(behind.last_unix_ms, kT);
+    const Parts first = issue(state, kT + 1, node);
+    EXPECT_EQ(first.unix_ms, kT + 1);
+    EXPECT_EQ(first.sequence, 0);
+    // A lower floor, or one before the epoch, never moves the state back.
+    const uint64_t before = word(state);
+    raise_floor(state, kT - 1000);
+    raise_floor(state, kEpochUnixMs - 1);
+    raise_floor(state, kI64Min);
+    EXPECT_EQ(word(state), before);
+}
+
+// The lease keeps fsyncs rare yet always ahead: extension starts half a lease before the mark.
+TEST(LeaseTest, ExtensionPolicy) {
+    EXPECT_FALSE(lease_needs_extension(kT, kT + kLeaseMs));
+    EXPECT_FALSE(lease_needs_extension(kT, kT + kLeaseMs / 2));
+    EXPECT_TRUE(lease_needs_extension(kT + 1, kT + kLeaseMs / 2));
+    EXPECT_TRUE(lease_needs_extension(kT + 10, kT));
+    EXPECT_EQ(extended_lease(kT), kT + kLeaseMs);
+    EXPECT_FALSE(lease_needs_extension(kT, extended_lease(kT)));
+    EXPECT_LE(kLeaseMs, 1000) << "a crash restart must wait out less than a second";
 }
 
 // The slot-to-id mapping must agree with encode(), or the generator and the codec disagree.
@@ -416,7 +474,7 @@ TEST(GeneratorTest, RefusalsReadTheClockOnce) {
     }
     for (const int64_t now : {kT, kT - 1, kEpochUnixMs - 1, kMaxUnixMs + 1}) {
         FakeClock clock{now};
-        const NextResult r = next_id(state, node, clock);
+        const NextResult r = next_id(state, node, kNoLimit, clock);
         EXPECT_NE(r.status, NextStatus::kIssued) << now;
         EXPECT_EQ(clock.reads, 1) << now;
         EXPECT_EQ(r.now_unix_ms, now);
@@ -436,12 +494,12 @@ TEST(GeneratorTest, LostSwapRereadsTheClock) {
         if (reads == 1) {
             // Our reading is kT; meanwhile another caller reads kT + 1 and wins the swap.
             FakeClock later{kT + 1};
-            other_id = next_id(state, other, later).id;
+            other_id = next_id(state, other, kNoLimit, later).id;
             return kT;
         }
         return kT + 1;
     };
-    const NextResult r = next_id(state, node, clock);
+    const NextResult r = next_id(state, node, kNoLimit, clock);
     ASSERT_EQ(r.status, NextStatus::kIssued);
     EXPECT_GE(reads, 2);
     EXPECT_EQ(r.now_unix_ms, kT + 1);
@@ -468,7 +526,7 @@ TEST(GeneratorThreadsTest, ExactlyOneMillisecondOfIdsAtAStandingClock) {
             }
             // The cap only keeps a broken generator that never exhausts from looping forever.
             while (ids[t].size() <= static_cast<size_t>(kIdsPerMs)) {
-                const NextResult r = next_id(state, node, []() noexcept { return kT; });
+                const NextResult r = next_id(state, node, kNoLimit, []() noexcept { return kT; });
                 if (r.status != NextStatus::kIssued) {
                     EXPECT_EQ(r.status, NextStatus::kSequenceExhausted);
                     break;
@@ -533,7 +591,7 @@ TEST(GeneratorThreadsTest, NoDuplicatesUnderContention) {
                     timed_out.store(true);
                     return;
                 }
-                const NextResult r = next_id(state, node, read_clock);
+                const NextResult r = next_id(state, node, kNoLimit, read_clock);
                 switch (r.status) {
                     case NextStatus::kIssued:
                         if ((r.id >> 22) + kEpochUnixMs != r.now_unix_ms) {
@@ -551,6 +609,7 @@ TEST(GeneratorThreadsTest, NoDuplicatesUnderContention) {
                         behind.fetch_add(1);
                         break;
                     case NextStatus::kClockOutOfRange:
+                    case NextStatus::kPastIssueLimit:
                         out_of_range.fetch_add(1);
                         return;
                 }
