@@ -5,15 +5,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-
-# Runs SQL that must fail and returns "SQLSTATE: message" plus the hint, from psql's verbose output.
-sub error_of {
-    my ($node, $sql) = @_;
-    my ($ret, $stdout, $stderr) =
-      $node->psql('postgres', "\\set VERBOSITY verbose\n$sql", on_error_stop => 1);
-    isnt($ret, 0, "fails: $sql");
-    return $stderr;
-}
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use SnowflakeTest;
 
 # Without shared_preload_libraries: the pure functions work, generation explains what to do.
 my $plain = PostgreSQL::Test::Cluster->new('not_preloaded');

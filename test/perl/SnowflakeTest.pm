@@ -1,0 +1,86 @@
+# Helpers shared by the TAP tests: servers with the extension preloaded, a movable clock through
+# libfaketime, and errors read with their SQLSTATE.
+package SnowflakeTest;
+
+use strict;
+use warnings;
+use Exporter 'import';
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+
+our @EXPORT = qw(snowflake_node start_with_clock set_clock_offset error_of have_libfaketime
+  max_id kill9_and_wait);
+
+my $libfaketime = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
+
+sub have_libfaketime { return -e $libfaketime; }
+
+# A new server with the extension preloaded and the given node ids; not started.
+sub snowflake_node {
+    my ($name, %options) = @_;
+    my $node = PostgreSQL::Test::Cluster->new($name);
+    $node->init(allows_streaming => $options{allows_streaming} // 0);
+    my $datacenter = $options{datacenter_id} // 1;
+    my $machine = $options{machine_id} // 1;
+    $node->append_conf('postgresql.conf', qq(
+shared_preload_libraries = 'snowflake'
+snowflake.datacenter_id = $datacenter
+snowflake.machine_id = $machine
+));
+    return $node;
+}
+
+# Replaced by rename, so that a server never reads a missing or half-written file.
+sub set_clock_offset {
+    my ($clock_file, $offset) = @_;
+    unlink "$clock_file.new";
+    PostgreSQL::Test::Utils::append_to_file("$clock_file.new", "$offset\n");
+    rename("$clock_file.new", $clock_file) or die "rename $clock_file: $!";
+}
+
+# Starts (or with fail_ok, tries to start) a server whose clock is the real one plus the offset
+# in $clock_file, re-read on every clock call. The monotonic clock stays real, so timeouts do.
+sub start_with_clock {
+    my ($node, $clock_file, %params) = @_;
+    set_clock_offset($clock_file, '+0') unless -e $clock_file;
+    local $ENV{LD_PRELOAD} = $libfaketime;
+    local $ENV{FAKETIME_TIMESTAMP_FILE} = $clock_file;
+    local $ENV{FAKETIME_NO_CACHE} = '1';
+    local $ENV{FAKETIME_DONT_FAKE_MONOTONIC} = '1';
+    return $node->start(%params);
+}
+
+# Runs SQL that must fail and returns psql's verbose error text ("ERROR:  SQLSTATE: ...").
+sub error_of {
+    my ($node, $sql, $dbname) = @_;
+    my ($ret, $stdout, $stderr) = $node->psql($dbname // 'postgres',
+        "\\set VERBOSITY verbose\n$sql", on_error_stop => 1);
+    isnt($ret, 0, "fails: $sql");
+    return $stderr;
+}
+
+# The largest id in a table, or -1 when it is empty.
+sub max_id {
+    my ($node, $table, $dbname) = @_;
+    return $node->safe_psql($dbname // 'postgres', "SELECT coalesce(max(id), -1) FROM $table");
+}
+
+# kill -9 of the postmaster, then waits until it and every child it left are gone, so that the
+# next start finds neither a live lock file owner nor shared memory still attached.
+sub kill9_and_wait {
+    my ($node) = @_;
+    my $name = $node->name;
+    my ($postmaster_pid) = split /\n/, slurp_file($node->data_dir . '/postmaster.pid');
+    $node->kill9;
+    for (1 .. 600) {
+        my $left = `ps -eo stat=,args= | grep -v '^Z' | grep -c '[p]ostgres: $name:'`;
+        chomp $left;
+        return if !kill(0, $postmaster_pid) && $left eq '0';
+        usleep(100_000);
+    }
+    BAIL_OUT("processes of $name are still running after kill -9");
+}
+
+1;

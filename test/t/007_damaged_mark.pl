@@ -1,0 +1,74 @@
+# A damaged or unreadable mark file is reported with its name and the way out, and no id is
+# issued until the operator has dealt with it.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use SnowflakeTest;
+
+my $node = snowflake_node('damaged', datacenter_id => 11, machine_id => 12);
+$node->start;
+$node->safe_psql('postgres', q(
+CREATE EXTENSION snowflake;
+CREATE TABLE issued (id bigint PRIMARY KEY);
+INSERT INTO issued SELECT snowflake_nextval() FROM generate_series(1, 10000);
+));
+my $mark_file = $node->data_dir . '/snowflake_mark';
+$node->stop;
+like(slurp_file($mark_file), qr/\Asnowflake mark v1\nmark_unix_ms=\d+\ncrc32c=[0-9a-f]{8}\n\z/,
+    'a clean stop leaves a mark file in the documented format');
+
+# Refuses, naming the file and the way out, and issues nothing.
+sub refuses_with {
+    my ($pattern, $what) = @_;
+    my $error = error_of($node, 'SELECT snowflake_nextval()');
+    like($error, $pattern, "$what: refused with a message naming the file");
+    like($error, qr/HINT:  .*remove the file and restart the server/, "$what: the hint gives the way out");
+    is($node->safe_psql('postgres', 'SELECT ids_generated FROM snowflake_info()'),
+        '0', "$what: nothing was issued");
+}
+
+# One digit of the mark changed: the checksum no longer matches.
+my $contents = slurp_file($mark_file);
+(my $changed = $contents) =~ s/mark_unix_ms=(\d+)(\d)\n/"mark_unix_ms=$1" . (($2 + 1) % 10) . "\n"/e;
+isnt($changed, $contents, 'the test changed the mark');
+unlink $mark_file;
+PostgreSQL::Test::Utils::append_to_file($mark_file, $changed);
+$node->start;
+refuses_with(qr/ERROR:  XX001: snowflake mark file ".*snowflake_mark" is damaged/,
+    'a checksum mismatch');
+like(slurp_file($node->logfile), qr/snowflake mark file "snowflake_mark" is damaged/,
+    'the server log says so at start-up');
+$node->stop;
+
+# Truncated, as a torn write would leave it.
+unlink $mark_file;
+PostgreSQL::Test::Utils::append_to_file($mark_file, substr($contents, 0, 20));
+$node->start;
+refuses_with(qr/ERROR:  XX001: snowflake mark file ".*snowflake_mark" is damaged/, 'a torn file');
+$node->stop;
+
+# Present but unreadable.
+unlink $mark_file;
+PostgreSQL::Test::Utils::append_to_file($mark_file, $contents);
+chmod 0000, $mark_file;
+$node->start;
+refuses_with(qr/ERROR:  XX001: could not read snowflake mark file ".*snowflake_mark": Permission denied/,
+    'an unreadable file');
+$node->stop;
+
+# The way out: with the clock past every id, remove the file and restart.
+unlink $mark_file;
+$node->start;
+my $max = max_id($node, 'issued');
+$node->safe_psql('postgres',
+    'INSERT INTO issued SELECT snowflake_nextval() FROM generate_series(1, 10000)');
+is($node->safe_psql('postgres', "SELECT count(*) FROM issued WHERE id > $max"),
+    '10000', 'after the file is removed and the server restarted, generation resumes');
+ok(-e $mark_file, 'and a new mark file is written');
+
+$node->stop;
+done_testing();
