@@ -5,8 +5,8 @@ readonly PG_MAJOR=15
 readonly PG_BINDIR=/usr/lib/postgresql/$PG_MAJOR/bin
 readonly SERVER_USER=postgres
 readonly APT_PACKAGES=(
-    make g++ clang-14 git
-    postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR postgresql-contrib
+    make g++ clang-14 libclang-rt-14-dev
+    postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR
     libgtest-dev libipc-run-perl libfaketime
 )
 

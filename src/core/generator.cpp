@@ -6,7 +6,7 @@ namespace snowflake {
 
 namespace {
 
-constexpr uint64_t kSlotsPerMs = uint64_t{1} << kSequenceBits;
+constexpr int64_t kNodeMask = kBelowTimestampMask & ~int64_t{kMaxSequence};
 
 }  // namespace
 
@@ -15,49 +15,54 @@ NodeResult make_node(int32_t datacenter_id, int32_t machine_id) noexcept {
     return {encoded.status, {encoded.id}};
 }
 
-Decision decide(uint64_t next_slot, int64_t now_unix_ms, int64_t issue_limit_unix_ms) noexcept {
+Decision decide(uint64_t after_last_id, Node node, int64_t now_unix_ms,
+                int64_t issue_limit_unix_ms) noexcept {
     if (now_unix_ms < kEpochUnixMs || now_unix_ms > kMaxUnixMs) {
         return {NextStatus::kClockOutOfRange, 0, 0};
     }
-    const uint64_t first_slot_now = static_cast<uint64_t>(now_unix_ms - kEpochUnixMs)
-                                    << kSequenceBits;
-    const uint64_t past_last_slot_now = first_slot_now + kSlotsPerMs;
-    if (next_slot > past_last_slot_now) {
-        const auto last_offset = static_cast<int64_t>((next_slot - 1) >> kSequenceBits);
-        return {NextStatus::kClockBehind, 0, last_offset + kEpochUnixMs};
-    }
-    if (next_slot == past_last_slot_now) {
-        return {NextStatus::kSequenceExhausted, 0, 0};
+    const int64_t first_id_now = (now_unix_ms - kEpochUnixMs) << kTimestampShift | node.bits;
+    int64_t id = first_id_now;
+    if (after_last_id != 0) {
+        const auto last_id = static_cast<int64_t>(after_last_id - 1);
+        const int64_t last_unix_ms = (last_id >> kTimestampShift) + kEpochUnixMs;
+        if (now_unix_ms < last_unix_ms) {
+            return {NextStatus::kClockBehind, 0, last_unix_ms};
+        }
+        if (now_unix_ms == last_unix_ms && last_id >= first_id_now) {
+            // Same millisecond: the next sequence number of this node, if it has one left. A
+            // node that sorts below the last id's has nothing left in this millisecond.
+            const bool same_node = (last_id & kNodeMask) == node.bits;
+            if (!same_node || (last_id & kMaxSequence) == kMaxSequence) {
+                return {NextStatus::kSequenceExhausted, 0, 0};
+            }
+            id = last_id + 1;
+        }
     }
     if (now_unix_ms > issue_limit_unix_ms) {
         return {NextStatus::kPastIssueLimit, 0, 0};
     }
-    return {NextStatus::kIssued, next_slot > first_slot_now ? next_slot : first_slot_now, 0};
-}
-
-int64_t id_from_slot(uint64_t slot, Node node) noexcept {
-    const auto offset = static_cast<int64_t>(slot >> kSequenceBits);
-    const auto sequence = static_cast<int64_t>(slot & (kSlotsPerMs - 1));
-    return offset << kTimestampShift | node.bits | sequence;
+    return {NextStatus::kIssued, id, 0};
 }
 
 LastIssued last_issued(const GeneratorState &state) noexcept {
-    const uint64_t next = state.next_slot.load(std::memory_order_relaxed);
-    if (next == 0) {
+    const uint64_t after_last = state.after_last_id.load(std::memory_order_relaxed);
+    if (after_last == 0) {
         return {false, 0};
     }
-    return {true, static_cast<int64_t>((next - 1) >> kSequenceBits) + kEpochUnixMs};
+    return {true, static_cast<int64_t>((after_last - 1) >> kTimestampShift) + kEpochUnixMs};
 }
 
 void raise_floor(GeneratorState &state, int64_t through_unix_ms) noexcept {
     if (through_unix_ms < kEpochUnixMs) {
         return;
     }
+    // One more than the largest id of the millisecond, whatever the node.
     const uint64_t floor = static_cast<uint64_t>(through_unix_ms - kEpochUnixMs + 1)
-                           << kSequenceBits;
-    uint64_t next = state.next_slot.load(std::memory_order_acquire);
-    while (next < floor && !state.next_slot.compare_exchange_weak(
-                               next, floor, std::memory_order_acq_rel, std::memory_order_acquire)) {
+                           << kTimestampShift;
+    uint64_t after_last = state.after_last_id.load(std::memory_order_acquire);
+    while (after_last < floor &&
+           !state.after_last_id.compare_exchange_weak(after_last, floor, std::memory_order_acq_rel,
+                                                      std::memory_order_acquire)) {
     }
 }
 

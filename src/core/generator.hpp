@@ -11,11 +11,11 @@
 
 namespace snowflake {
 
-// The word holds the next free (timestamp offset, sequence) slot packed as offset * 4096 +
-// sequence: one more than the last slot issued, so 0 means nothing was issued yet and an
-// exhausted millisecond carries into the next one by itself.
+// The word holds one more than the last id issued, so 0 means nothing was issued yet. The whole
+// id, node fields included, is kept so that ids stay strictly increasing even when a reload
+// changes the node ids between two calls in the same millisecond.
 struct GeneratorState {
-    std::atomic<uint64_t> next_slot{0};
+    std::atomic<uint64_t> after_last_id{0};
 };
 
 static_assert(std::atomic<uint64_t>::is_always_lock_free,
@@ -34,7 +34,7 @@ struct NodeResult {
 
 enum class NextStatus : uint8_t {
     kIssued,             // id holds a new id
-    kSequenceExhausted,  // 4,096 ids used this millisecond: retry when the clock moves on
+    kSequenceExhausted,  // no id left this millisecond for this node: retry when the clock moves on
     kClockBehind,        // the clock reads before last_unix_ms: refused, state untouched
     kClockOutOfRange,    // the clock is before the epoch or past the 41-bit field
     kPastIssueLimit,     // the clock is past the durable mark: extend it, then retry
@@ -47,10 +47,10 @@ struct NextResult {
     int64_t last_unix_ms;  // with kClockBehind: the timestamp of the last id issued
 };
 
-// What the state word allows at one clock reading: the slot to claim, or why there is none.
+// What the state word allows at one clock reading: the id to claim, or why there is none.
 struct Decision {
     NextStatus status;
-    uint64_t slot;
+    int64_t id;
     int64_t last_unix_ms;
 };
 
@@ -62,12 +62,10 @@ struct LastIssued {
 // Validates node ids once, so the per-id path only ORs in ready bits.
 NodeResult make_node(int32_t datacenter_id, int32_t machine_id) noexcept;
 
-// The rules of the layout for one state word and one clock reading; it writes nothing. No id is
-// ever issued with a timestamp past issue_limit_unix_ms (the durable mark).
-Decision decide(uint64_t next_slot, int64_t now_unix_ms, int64_t issue_limit_unix_ms) noexcept;
-
-// Puts a claimed slot and the node bits together into an id.
-int64_t id_from_slot(uint64_t slot, Node node) noexcept;
+// The rules of the layout for one state word, one node and one clock reading; it writes nothing.
+// No id is ever issued with a timestamp past issue_limit_unix_ms (the durable mark).
+Decision decide(uint64_t after_last_id, Node node, int64_t now_unix_ms,
+                int64_t issue_limit_unix_ms) noexcept;
 
 // Issues the next id with one compare-and-swap in the common case; a refusal (exhausted, clock
 // behind, out of range) never writes the state. read_clock() returns Unix ms. It is read after
@@ -77,16 +75,17 @@ int64_t id_from_slot(uint64_t slot, Node node) noexcept;
 template <typename ReadClock>
 NextResult next_id(GeneratorState &state, Node node, int64_t issue_limit_unix_ms,
                    ReadClock &&read_clock) noexcept {
-    uint64_t next = state.next_slot.load(std::memory_order_acquire);
+    uint64_t after_last = state.after_last_id.load(std::memory_order_acquire);
     for (;;) {
         const int64_t now_unix_ms = read_clock();
-        const Decision decision = decide(next, now_unix_ms, issue_limit_unix_ms);
+        const Decision decision = decide(after_last, node, now_unix_ms, issue_limit_unix_ms);
         if (decision.status != NextStatus::kIssued) {
             return {decision.status, 0, now_unix_ms, decision.last_unix_ms};
         }
-        if (state.next_slot.compare_exchange_weak(
-                next, decision.slot + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
-            return {NextStatus::kIssued, id_from_slot(decision.slot, node), now_unix_ms, 0};
+        if (state.after_last_id.compare_exchange_weak(
+                after_last, static_cast<uint64_t>(decision.id) + 1, std::memory_order_acq_rel,
+                std::memory_order_acquire)) {
+            return {NextStatus::kIssued, decision.id, now_unix_ms, 0};
         }
     }
 }
@@ -94,7 +93,7 @@ NextResult next_id(GeneratorState &state, Node node, int64_t issue_limit_unix_ms
 // The timestamp of the last id issued from this state, for introspection.
 LastIssued last_issued(const GeneratorState &state) noexcept;
 
-// Marks every slot up to and including the millisecond through_unix_ms as used, so that a state
+// Marks every id up to and including the millisecond through_unix_ms as used, so that a state
 // restored from a durable mark (or a standby's state, from the primary's marks) never reissues.
 void raise_floor(GeneratorState &state, int64_t through_unix_ms) noexcept;
 
@@ -111,6 +110,25 @@ constexpr bool lease_needs_extension(int64_t now_unix_ms, int64_t mark_unix_ms) 
 // The mark an extension at this clock reading writes.
 constexpr int64_t extended_lease(int64_t now_unix_ms) noexcept {
     return now_unix_ms + kLeaseMs;
+}
+
+enum class ClockBehindAction : uint8_t {
+    kWaitRestOfLease,  // nothing was issued since the state was raised to a lease: not a step back
+    kWait,             // a step back within the configured bound
+    kRefuse,           // a step back beyond it
+};
+
+// What a clock reading behind the last timestamp calls for. While the last timestamp is still
+// the lease the state was raised to (lease_floor_unix_ms), nothing was issued since, and a gap of
+// up to a lease is the rest of that lease; anything else is a clock that moved backwards.
+constexpr ClockBehindAction clock_behind_action(int64_t last_unix_ms, int64_t now_unix_ms,
+                                                int64_t max_wait_ms,
+                                                int64_t lease_floor_unix_ms) noexcept {
+    const int64_t gap_ms = last_unix_ms - now_unix_ms;
+    if (last_unix_ms == lease_floor_unix_ms && gap_ms <= kLeaseMs) {
+        return ClockBehindAction::kWaitRestOfLease;
+    }
+    return gap_ms <= max_wait_ms ? ClockBehindAction::kWait : ClockBehindAction::kRefuse;
 }
 
 static_assert(std::is_trivially_destructible_v<NextResult> &&

@@ -75,8 +75,8 @@ int64 encoded_id(const snowflake::Parts &parts) {
     return encoded.id;
 }
 
-// Looking up and blessing the row type once per call site keeps per-row decoding cheap.
-TupleDesc cached_result_tupdesc(FunctionCallInfo fcinfo) {
+// Looking up and blessing snowflake_parts once per call site keeps per-row decoding cheap.
+TupleDesc decode_result_tupdesc(FunctionCallInfo fcinfo) {
     if (fcinfo->flinfo->fn_extra == nullptr) {
         TupleDesc tupdesc;
         if (get_call_result_type(fcinfo, nullptr, &tupdesc) != TYPEFUNC_COMPOSITE) {
@@ -96,7 +96,7 @@ TupleDesc cached_result_tupdesc(FunctionCallInfo fcinfo) {
 // All fields at once, as the snowflake_parts row type.
 Datum snowflake_decode(PG_FUNCTION_ARGS) {
     const snowflake::Parts parts = decoded_parts(PG_GETARG_INT64(0));
-    TupleDesc tupdesc = cached_result_tupdesc(fcinfo);
+    TupleDesc tupdesc = decode_result_tupdesc(fcinfo);
     Datum values[5] = {
         TimestampTzGetDatum(snowflake::pg_us_from_unix_ms(parts.unix_ms)),
         Int64GetDatum(parts.unix_ms),

@@ -229,9 +229,3 @@ void snowflake_extend_durable_mark(SnowflakeShared *shared, int64_t now_unix_ms,
     }
     LWLockRelease(shared->mark_lock);
 }
-
-bool snowflake_within_restored_lease(const SnowflakeShared *shared, int64_t last_unix_ms,
-                                     int64_t now_unix_ms) {
-    return last_unix_ms == shared->lease_floor_ms.load(std::memory_order_relaxed) &&
-           last_unix_ms - now_unix_ms <= snowflake::kLeaseMs;
-}

@@ -34,10 +34,6 @@ int64 wall_clock_unix_ms() {
     return static_cast<int64>(now.tv_sec) * 1000 + now.tv_nsec / 1000000;
 }
 
-TimestampTz timestamptz_from_unix_ms(int64 unix_ms) {
-    return snowflake::pg_us_from_unix_ms(unix_ms);
-}
-
 SnowflakeShared *require_shared_state() {
     if (snowflake_shared == nullptr) {
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -92,17 +88,19 @@ void wait_for_clock_to_leave(int64 exhausted_unix_ms) {
 void wait_or_refuse_clock_behind(SnowflakeShared *shared, int64 last_unix_ms, int64 now_unix_ms,
                                  bool *counted_clock_rollback) {
     const int64 gap_ms = last_unix_ms - now_unix_ms;
-    const bool rest_of_lease = snowflake_within_restored_lease(shared, last_unix_ms, now_unix_ms);
-    if (!rest_of_lease && !*counted_clock_rollback) {
+    const snowflake::ClockBehindAction action = snowflake::clock_behind_action(
+        last_unix_ms, now_unix_ms, snowflake_max_clock_rollback_wait_ms,
+        shared->lease_floor_ms.load(std::memory_order_relaxed));
+    if (action != snowflake::ClockBehindAction::kWaitRestOfLease && !*counted_clock_rollback) {
         shared->clock_rollbacks.fetch_add(1, std::memory_order_relaxed);
         *counted_clock_rollback = true;
     }
-    if (!rest_of_lease && gap_ms > snowflake_max_clock_rollback_wait_ms) {
+    if (action == snowflake::ClockBehindAction::kRefuse) {
         char last_text[MAXDATELEN + 1];
         char now_text[MAXDATELEN + 1];
-        strlcpy(last_text, timestamptz_to_str(timestamptz_from_unix_ms(last_unix_ms)),
+        strlcpy(last_text, timestamptz_to_str(snowflake::pg_us_from_unix_ms(last_unix_ms)),
                 sizeof(last_text));
-        strlcpy(now_text, timestamptz_to_str(timestamptz_from_unix_ms(now_unix_ms)),
+        strlcpy(now_text, timestamptz_to_str(snowflake::pg_us_from_unix_ms(now_unix_ms)),
                 sizeof(now_text));
         ereport(ERROR,
                 (errcode(ERRCODE_SYSTEM_ERROR),
@@ -189,7 +187,7 @@ Datum snowflake_info(PG_FUNCTION_ARGS) {
     nulls[0] = snowflake_datacenter_id_setting < 0;
     values[1] = Int32GetDatum(snowflake_machine_id_setting);
     nulls[1] = snowflake_machine_id_setting < 0;
-    values[2] = TimestampTzGetDatum(timestamptz_from_unix_ms(snowflake::kEpochUnixMs));
+    values[2] = TimestampTzGetDatum(snowflake::pg_us_from_unix_ms(snowflake::kEpochUnixMs));
     nulls[3] = true;
     values[4] = Int64GetDatum(0);
     values[5] = Int64GetDatum(0);
@@ -197,7 +195,7 @@ Datum snowflake_info(PG_FUNCTION_ARGS) {
     nulls[7] = true;
     if (snowflake_shared != nullptr) {
         const snowflake::LastIssued last = snowflake::last_issued(snowflake_shared->generator);
-        values[3] = TimestampTzGetDatum(timestamptz_from_unix_ms(last.unix_ms));
+        values[3] = TimestampTzGetDatum(snowflake::pg_us_from_unix_ms(last.unix_ms));
         nulls[3] = !last.any;
         values[4] = Int64GetDatum(static_cast<int64>(snowflake_total_issued_ids(snowflake_shared)));
         values[5] = Int64GetDatum(
@@ -205,7 +203,7 @@ Datum snowflake_info(PG_FUNCTION_ARGS) {
         values[6] = Int64GetDatum(
             static_cast<int64>(snowflake_shared->clock_rollbacks.load(std::memory_order_relaxed)));
         const int64 mark = snowflake_shared->durable_mark_ms.load(std::memory_order_acquire);
-        values[7] = TimestampTzGetDatum(timestamptz_from_unix_ms(mark));
+        values[7] = TimestampTzGetDatum(snowflake::pg_us_from_unix_ms(mark));
         nulls[7] = mark < snowflake::kEpochUnixMs;
     }
     PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));

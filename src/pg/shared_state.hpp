@@ -72,9 +72,5 @@ void snowflake_require_usable_mark(const SnowflakeShared *shared);
 // leaves the work to whoever already holds the lock.
 void snowflake_extend_durable_mark(SnowflakeShared *shared, int64_t now_unix_ms, bool wait);
 
-// Whether a clock this far behind is the rest of a restored lease, to be waited out.
-bool snowflake_within_restored_lease(const SnowflakeShared *shared, int64_t last_unix_ms,
-                                     int64_t now_unix_ms);
-
 // Registers the WAL resource manager that carries marks to standbys (PostgreSQL 15 and later).
 void snowflake_register_wal_resource_manager();

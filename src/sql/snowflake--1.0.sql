@@ -1,4 +1,4 @@
--- The snowflake extension, version 1.0: the public SQL interface of ../shared/spec/sql-api.md.
+-- The snowflake extension, version 1.0: generation, decoding, encoding and time-range helpers.
 \echo Use "CREATE EXTENSION snowflake" to load this file. \quit
 
 -- Types -----------------------------------------------------------------------------------------

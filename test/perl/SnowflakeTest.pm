@@ -13,9 +13,16 @@ use Time::HiRes qw(usleep);
 our @EXPORT = qw(snowflake_node start_with_clock set_clock_offset error_of have_libfaketime
   max_id kill9_and_wait);
 
-my $libfaketime = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
+# Debian's multiarch path of libfaketime, whatever the architecture.
+my ($libfaketime) = glob('/usr/lib/*/faketime/libfaketime.so.1');
 
-sub have_libfaketime { return -e $libfaketime; }
+# Whether the clock tests can run; test/check-all sets SNOWFLAKE_REQUIRE_FAKETIME so that a
+# missing library fails the suite instead of skipping those tests quietly.
+sub have_libfaketime {
+    return 1 if defined $libfaketime && -e $libfaketime;
+    BAIL_OUT('libfaketime is required but not installed') if $ENV{SNOWFLAKE_REQUIRE_FAKETIME};
+    return 0;
+}
 
 # A new server with the extension preloaded and the given node ids; not started.
 sub snowflake_node {

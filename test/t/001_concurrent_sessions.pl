@@ -6,6 +6,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
+use Time::HiRes qw(usleep);
 
 my $node = PostgreSQL::Test::Cluster->new('concurrent');
 $node->init;
@@ -20,12 +21,24 @@ CREATE EXTENSION snowflake;
 CREATE UNLOGGED TABLE issued (session int, n int, id bigint);
 ));
 
+# A barrier: this session holds an advisory lock that every generating session waits for, and
+# releases it once all of them wait, so that they start together.
+my ($barrier_in, $barrier_out) = ("SELECT pg_advisory_lock(42);\n", '');
+my $barrier = IPC::Run::start([ 'psql', '-X', '-q', '-d', $node->connstr('postgres') ],
+    '<', \$barrier_in, '>', \$barrier_out);
+until ($node->safe_psql('postgres',
+        q(SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted)) eq '1') {
+    $barrier->pump_nb;
+    usleep(10_000);
+}
+
 my $sessions = 4;
 my $per_session = 250_000;
 my @runs;
 for my $session (1 .. $sessions) {
     my ($out, $err) = ('', '');
-    my $sql = "INSERT INTO issued SELECT $session, n, snowflake_nextval() "
+    my $sql = "SELECT pg_advisory_lock_shared(42); "
+      . "INSERT INTO issued SELECT $session, n, snowflake_nextval() "
       . "FROM generate_series(1, $per_session) AS n";
     push @runs, [
         IPC::Run::start(
@@ -33,6 +46,11 @@ for my $session (1 .. $sessions) {
             '>', \$out, '2>', \$err),
         \$err ];
 }
+$node->poll_query_until('postgres',
+    q(SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted), $sessions)
+  or die 'the sessions did not reach the barrier';
+$barrier_in .= "SELECT pg_advisory_unlock(42);\n\\q\n";
+$barrier->finish;
 for my $run (@runs) {
     my ($harness, $err) = @$run;
     ok($harness->finish, 'session finished') or diag($$err);

@@ -51,6 +51,13 @@ like($error, qr/ERROR:  55000: snowflake.machine_id is not set/, 'unset machine 
 $error = error_of($primary, 'ALTER SYSTEM SET snowflake.machine_id = 32');
 like($error, qr/32 is outside the valid range for parameter "snowflake.machine_id" \(-1 \.\. 31\)/,
     'out-of-range machine id refused with its range');
+$error = error_of($primary, 'ALTER SYSTEM SET snowflake.datacenter_id = -2');
+like($error, qr/-2 is outside the valid range for parameter "snowflake.datacenter_id" \(-1 \.\. 31\)/,
+    'out-of-range datacenter id refused with its range');
+$error = error_of($primary, 'ALTER SYSTEM SET snowflake.max_clock_rollback_wait = 60001');
+like($error,
+    qr/60001 ms is outside the valid range for parameter "snowflake.max_clock_rollback_wait" \(0 \.\. 60000\)/,
+    'out-of-range rollback wait refused with its range');
 
 $primary->safe_psql('postgres', 'ALTER SYSTEM SET snowflake.machine_id = 9');
 $primary->reload;

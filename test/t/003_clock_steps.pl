@@ -1,11 +1,13 @@
 # The clock of a running server stepped back and forward with libfaketime: refusals carry the gap
-# and change nothing, a wait bound turns refusals into waits, waits can be cancelled, and a
-# forward step only leaves a gap.
+# and change nothing, a wait bound turns refusals into waits, waits can be cancelled, a forward
+# step only leaves a gap, a stopped clock allows exactly 4,096 ids, and a clock past 2080 is
+# refused.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use IPC::Run;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
 use SnowflakeTest;
@@ -45,7 +47,8 @@ my $state_before = info();
 my $err = error_of($node, 'SELECT snowflake_nextval()');
 like($err, qr/ERROR:  58000: clock moved backwards by (\d+) ms/, 'with SQLSTATE 58000');
 my ($gap) = $err =~ /clock moved backwards by (\d+) ms/;
-ok(defined $gap && $gap >= 4000 && $gap <= 6000, "the message gives the gap (${\($gap // '?')} ms)");
+# The last id was made under the real clock, at most 5 s before the shifted reading.
+ok(defined $gap && $gap > 0 && $gap <= 5000, "the message gives the gap (${\($gap // '?')} ms)");
 like($err, qr/DETAIL:  .*generation is refused until the clock reaches \d{4}-\d\d-\d\d [\d:.]+/,
     'the detail says until when generation is refused');
 my $state_after = info();
@@ -94,5 +97,37 @@ cmp_ok($resumed, '>', $after_jump, 'generation resumes once the clock passes the
 
 is($node->safe_psql('postgres', 'SELECT count(*) = count(DISTINCT id) FROM issued'),
     't', 'no id was issued twice');
+
+# A stopped clock (a future instant, frozen): exactly 4,096 ids, then the busy wait for the next
+# millisecond, which a query cancel ends. (statement_timeout cannot fire under a stopped clock.)
+set_clock_offset($clock_file, '2030-01-01 00:00:00');
+my $waits_before = $node->safe_psql('postgres', 'SELECT sequence_waits FROM snowflake_info()');
+$node->safe_psql('postgres',
+    'INSERT INTO issued SELECT snowflake_nextval() FROM generate_series(1, 4096)');
+my ($out, $stuck_err) = ('', '');
+my $stuck = IPC::Run::start(
+    [ 'psql', '-X', '-d', $node->connstr('postgres'), '-c',
+        'INSERT INTO issued SELECT snowflake_nextval() FROM generate_series(1, 10)' ],
+    '>', \$out, '2>', \$stuck_err);
+$node->poll_query_until('postgres', q(
+SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+WHERE query LIKE 'INSERT INTO issued SELECT snowflake_nextval() FROM generate_series(1, 10)'
+  AND state = 'active')) or die 'the waiting statement was not found';
+$stuck->finish;
+like($stuck_err, qr/canceling statement due to user request/,
+    'a query cancel ends the wait for the next millisecond');
+is( $node->safe_psql('postgres',
+        q(SELECT count(*) FROM issued WHERE snowflake_timestamp(id) = '2030-01-01 00:00:00+00')),
+    '4096', 'a stopped clock gives exactly 4,096 ids');
+cmp_ok($node->safe_psql('postgres', 'SELECT sequence_waits FROM snowflake_info()'),
+    '>', $waits_before, 'the wait was counted');
+
+# Past the 41-bit timestamp field, and before the epoch: 22003.
+for my $instant ('@2081-01-01 00:00:00', '@2009-01-01 00:00:00') {
+    set_clock_offset($clock_file, $instant);
+    $err = error_of($node, 'SELECT snowflake_nextval()');
+    like($err, qr/ERROR:  22003: the clock reads -?\d+ Unix ms, outside the Snowflake timestamp range/,
+        "a clock at $instant is refused with 22003");
+}
 $node->stop;
 done_testing();

@@ -32,7 +32,7 @@ Node node_of(int32_t dc, int32_t m) {
 }
 
 uint64_t word(const GeneratorState &state) {
-    return state.next_slot.load();
+    return state.after_last_id.load();
 }
 
 // A clock moved by hand that counts how often the generator reads it.
@@ -258,7 +258,7 @@ TEST(GeneratorTest, ClockOutOfRangeIsRefusedWithoutStateChange) {
     }
 }
 
-// The very first id at the epoch has slot 0; the "nothing issued" encoding must not confuse it.
+// The very first id at the epoch is 0; the "nothing issued" encoding must not confuse it.
 TEST(GeneratorTest, FirstIdAtEpochIsZero) {
     GeneratorState state;
     const NextResult r = next_at(state, kEpochUnixMs, node_of(0, 0));
@@ -346,51 +346,87 @@ TEST(GeneratorTest, NodeBitsInEveryId) {
 
 // The pure decision function holds every rule of the layout; each branch is checked directly.
 TEST(DecideTest, EachOutcome) {
-    const uint64_t first = static_cast<uint64_t>(kT - kEpochUnixMs) << 12;
+    const Node node = node_of(7, 13);
+    const int64_t first = encode({kT, 7, 13, 0}).id;
+    const auto after = [](int64_t id) { return static_cast<uint64_t>(id) + 1; };
     struct Case {
-        uint64_t next_slot;
+        uint64_t after_last_id;
         int64_t now;
         NextStatus status;
-        uint64_t slot;
+        int64_t id;
         int64_t last_unix_ms;
     };
     const Case cases[] = {
-        // Nothing issued yet: the first slot of the current millisecond.
-        {0, kEpochUnixMs, NextStatus::kIssued, 0, 0},
+        // Nothing issued yet: the first id of the current millisecond.
+        {0, kEpochUnixMs, NextStatus::kIssued, encode({kEpochUnixMs, 7, 13, 0}).id, 0},
         {0, kT, NextStatus::kIssued, first, 0},
-        // Same millisecond: the next slot.
-        {first + 1, kT, NextStatus::kIssued, first + 1, 0},
-        {first + 4095, kT, NextStatus::kIssued, first + 4095, 0},
-        // Earlier millisecond (full or not): jump to the first slot of now.
-        {first - 4096 + 7, kT, NextStatus::kIssued, first, 0},
-        {first, kT, NextStatus::kIssued, first, 0},
-        // All 4,096 slots of now used.
-        {first + 4096, kT, NextStatus::kSequenceExhausted, 0, 0},
-        // A slot of a later millisecond was issued: the clock is behind.
-        {first + 4097, kT, NextStatus::kClockBehind, 0, kT + 1},
-        {first + 2 * 4096, kT, NextStatus::kClockBehind, 0, kT + 1},
-        {first + 30000 * 4096 + 1, kT, NextStatus::kClockBehind, 0, kT + 30000},
+        // Same millisecond, same node: the next sequence number.
+        {after(first), kT, NextStatus::kIssued, first + 1, 0},
+        {after(first + 4094), kT, NextStatus::kIssued, first + 4095, 0},
+        // An earlier millisecond (full or not): the first id of now.
+        {after(encode({kT - 1, 7, 13, 6}).id), kT, NextStatus::kIssued, first, 0},
+        {after(encode({kT - 1, 7, 13, 4095}).id), kT, NextStatus::kIssued, first, 0},
+        // All 4,096 ids of this node used this millisecond.
+        {after(first + 4095), kT, NextStatus::kSequenceExhausted, 0, 0},
+        // A later millisecond was issued: the clock is behind.
+        {after(encode({kT + 1, 7, 13, 0}).id), kT, NextStatus::kClockBehind, 0, kT + 1},
+        {after(encode({kT + 30000, 0, 0, 0}).id), kT, NextStatus::kClockBehind, 0, kT + 30000},
         // Outside the 41-bit window, whatever the word holds.
         {0, kEpochUnixMs - 1, NextStatus::kClockOutOfRange, 0, 0},
-        {first + 4097, kEpochUnixMs - 1, NextStatus::kClockOutOfRange, 0, 0},
+        {after(encode({kT + 1, 7, 13, 0}).id), kEpochUnixMs - 1, NextStatus::kClockOutOfRange, 0,
+         0},
         {0, kMaxUnixMs + 1, NextStatus::kClockOutOfRange, 0, 0},
         {0, kI64Min, NextStatus::kClockOutOfRange, 0, 0},
         {0, kI64Max, NextStatus::kClockOutOfRange, 0, 0},
-        // The last millisecond of the field.
-        {0, kMaxUnixMs, NextStatus::kIssued, static_cast<uint64_t>(kMaxTimestampOffset) << 12, 0},
-        {(static_cast<uint64_t>(kMaxTimestampOffset) + 1) << 12, kMaxUnixMs,
-         NextStatus::kSequenceExhausted, 0, 0},
+        // The last millisecond of the field, up to the largest id of this node.
+        {0, kMaxUnixMs, NextStatus::kIssued, encode({kMaxUnixMs, 7, 13, 0}).id, 0},
+        {after(encode({kMaxUnixMs, 7, 13, 4095}).id), kMaxUnixMs, NextStatus::kSequenceExhausted, 0,
+         0},
     };
     for (const Case &c : cases) {
-        const Decision d = decide(c.next_slot, c.now, kNoLimit);
-        EXPECT_EQ(d.status, c.status) << c.next_slot << " @ " << c.now;
+        const Decision d = decide(c.after_last_id, node, c.now, kNoLimit);
+        EXPECT_EQ(d.status, c.status) << c.after_last_id << " @ " << c.now;
         if (c.status == NextStatus::kIssued) {
-            EXPECT_EQ(d.slot, c.slot) << c.next_slot << " @ " << c.now;
+            EXPECT_EQ(d.id, c.id) << c.after_last_id << " @ " << c.now;
         }
         if (c.status == NextStatus::kClockBehind) {
-            EXPECT_EQ(d.last_unix_ms, c.last_unix_ms) << c.next_slot << " @ " << c.now;
+            EXPECT_EQ(d.last_unix_ms, c.last_unix_ms) << c.after_last_id << " @ " << c.now;
         }
     }
+}
+
+// A reload may change the node ids between two calls in one millisecond: a node that sorts
+// higher goes on at once, one that sorts lower waits for the next millisecond, so ids stay
+// strictly increasing in the order they are issued.
+TEST(GeneratorTest, NodeChangeWithinAMillisecondKeepsIdsIncreasing) {
+    GeneratorState state;
+    int64_t last = 0;
+    issue(state, kT, node_of(5, 5), &last);
+    issue(state, kT, node_of(5, 5), &last);
+    int64_t higher = 0;
+    const Parts higher_parts = issue(state, kT, node_of(5, 6), &higher);
+    EXPECT_GT(higher, last);
+    EXPECT_EQ(higher_parts.unix_ms, kT);
+    EXPECT_EQ(higher_parts.sequence, 0);
+    const uint64_t before = word(state);
+    EXPECT_EQ(next_at(state, kT, node_of(5, 5)).status, NextStatus::kSequenceExhausted);
+    EXPECT_EQ(next_at(state, kT, node_of(0, 31)).status, NextStatus::kSequenceExhausted);
+    EXPECT_EQ(word(state), before);
+    int64_t lower_next_ms = 0;
+    const Parts lower_parts = issue(state, kT + 1, node_of(5, 5), &lower_next_ms);
+    EXPECT_GT(lower_next_ms, higher);
+    EXPECT_EQ(lower_parts.sequence, 0);
+}
+
+// Each branch of the clock-behind policy: the rest of a lease, a bounded wait, a refusal.
+TEST(ClockBehindTest, Actions) {
+    EXPECT_EQ(clock_behind_action(kT, kT - 1, 0, kT), ClockBehindAction::kWaitRestOfLease);
+    EXPECT_EQ(clock_behind_action(kT, kT - kLeaseMs, 0, kT), ClockBehindAction::kWaitRestOfLease);
+    EXPECT_EQ(clock_behind_action(kT, kT - kLeaseMs - 1, 0, kT), ClockBehindAction::kRefuse);
+    EXPECT_EQ(clock_behind_action(kT, kT - 1, 0, kT - 5), ClockBehindAction::kRefuse);
+    EXPECT_EQ(clock_behind_action(kT, kT - 30000, 30000, 0), ClockBehindAction::kWait);
+    EXPECT_EQ(clock_behind_action(kT, kT - 30001, 30000, 0), ClockBehindAction::kRefuse);
+    EXPECT_EQ(clock_behind_action(kT, kT - 5000, 60000, kT), ClockBehindAction::kWait);
 }
 
 // The durable mark bounds every issued timestamp; a refusal past it must leave the state alone.
@@ -449,22 +485,6 @@ TEST(LeaseTest, ExtensionPolicy) {
     EXPECT_LE(kLeaseMs, 1000) << "a crash restart must wait out less than a second";
 }
 
-// The slot-to-id mapping must agree with encode(), or the generator and the codec disagree.
-TEST(IdFromSlotTest, AgreesWithEncode) {
-    EXPECT_EQ(id_from_slot(0, node_of(0, 0)), 0);
-    EXPECT_EQ(id_from_slot(uint64_t{411165025343} << 12 | 4095, node_of(7, 13)),
-              1724551110457221119);
-    EXPECT_EQ(
-        id_from_slot(static_cast<uint64_t>(kMaxTimestampOffset) << 12 | 4095, node_of(31, 31)),
-        kMaxId);
-    for (const int64_t t : {kEpochUnixMs, kT, kMaxUnixMs}) {
-        for (const int32_t seq : {0, 1, 4095}) {
-            const uint64_t slot = static_cast<uint64_t>(t - kEpochUnixMs) << 12 | seq;
-            EXPECT_EQ(id_from_slot(slot, node_of(17, 3)), encode({t, 17, 3, seq}).id);
-        }
-    }
-}
-
 // A refusal involves no swap, so it must be decided on a single clock reading and report it.
 TEST(GeneratorTest, RefusalsReadTheClockOnce) {
     GeneratorState state;
@@ -485,7 +505,6 @@ TEST(GeneratorTest, RefusalsReadTheClockOnce) {
 TEST(GeneratorTest, LostSwapRereadsTheClock) {
     GeneratorState state;
     const Node node = node_of(1, 1);
-    const Node other = node_of(2, 2);
     issue(state, kT, node);
     int64_t other_id = 0;
     int reads = 0;
@@ -494,7 +513,7 @@ TEST(GeneratorTest, LostSwapRereadsTheClock) {
         if (reads == 1) {
             // Our reading is kT; meanwhile another caller reads kT + 1 and wins the swap.
             FakeClock later{kT + 1};
-            other_id = next_id(state, other, kNoLimit, later).id;
+            other_id = next_id(state, node, kNoLimit, later).id;
             return kT;
         }
         return kT + 1;

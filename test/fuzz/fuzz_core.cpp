@@ -1,0 +1,176 @@
+// libFuzzer target for the core: arbitrary ids, fields, mark files, and clock sequences driven
+// through the generator, checking the invariants that uniqueness rests on.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/codec.hpp"
+#include "core/generator.hpp"
+#include "core/layout.hpp"
+#include "core/mark_file.hpp"
+
+namespace {
+
+using namespace snowflake;
+
+// Consumes fixed-size values from the front of the input, zero once it runs out.
+class Input {
+  public:
+    Input(const uint8_t *data, size_t size) : data_(data), size_(size) {}
+
+    template <typename T>
+    T take() {
+        T value{};
+        const size_t n = size_ < sizeof(T) ? size_ : sizeof(T);
+        std::memcpy(&value, data_, n);
+        data_ += n;
+        size_ -= n;
+        return value;
+    }
+
+    bool empty() const { return size_ == 0; }
+
+  private:
+    const uint8_t *data_;
+    size_t size_;
+};
+
+void require(bool condition) {
+    if (!condition) {
+        std::abort();
+    }
+}
+
+// decode and encode are inverse on every valid value, and reject exactly the invalid ones.
+void check_codec(Input &input) {
+    const int64_t id = input.take<int64_t>();
+    const DecodeResult decoded = decode(id);
+    require((decoded.status == CodecStatus::kOk) == (id >= 0));
+    if (decoded.status == CodecStatus::kOk) {
+        const EncodeResult again = encode(decoded.parts);
+        require(again.status == CodecStatus::kOk && again.id == id);
+    }
+    const Parts parts{input.take<int64_t>(), input.take<int32_t>(), input.take<int32_t>(),
+                      input.take<int32_t>()};
+    const EncodeResult encoded = encode(parts);
+    const bool valid = parts.unix_ms >= kEpochUnixMs && parts.unix_ms <= kMaxUnixMs &&
+                       parts.datacenter_id >= 0 && parts.datacenter_id <= kMaxDatacenterId &&
+                       parts.machine_id >= 0 && parts.machine_id <= kMaxMachineId &&
+                       parts.sequence >= 0 && parts.sequence <= kMaxSequence;
+    require((encoded.status == CodecStatus::kOk) == valid);
+    if (valid) {
+        const DecodeResult back = decode(encoded.id);
+        require(back.status == CodecStatus::kOk && back.parts.unix_ms == parts.unix_ms &&
+                back.parts.datacenter_id == parts.datacenter_id &&
+                back.parts.machine_id == parts.machine_id && back.parts.sequence == parts.sequence);
+        require(min_id_at_or_after(parts.unix_ms) <= encoded.id &&
+                encoded.id <= max_id_at_or_before(parts.unix_ms));
+    }
+    // Consecutive milliseconds' bounds meet exactly, so [a, b) id ranges neither overlap nor miss.
+    const int64_t ms = input.take<int64_t>();
+    require(min_id_at_or_after(ms) >= 0 && max_id_at_or_before(ms) >= -1);
+    if (ms > kEpochUnixMs && ms <= kMaxUnixMs) {
+        require(max_id_at_or_before(ms - 1) + 1 == min_id_at_or_after(ms));
+        require(min_id_at_or_after(ms) < max_id_at_or_before(ms));
+    }
+}
+
+// Only what format_mark_file writes is accepted, and it reads back the same.
+void check_mark_file(Input &input) {
+    char bytes[kMarkFileMaxSize + 8];
+    const size_t size = input.take<uint8_t>() % sizeof(bytes);
+    for (size_t i = 0; i < size; i++) {
+        bytes[i] = static_cast<char>(input.take<uint8_t>());
+    }
+    const MarkFileResult parsed = parse_mark_file(bytes, size);
+    if (parsed.status == MarkFileStatus::kOk) {
+        const MarkFileText text = format_mark_file(parsed.mark_unix_ms);
+        require(text.size == size && std::memcmp(text.bytes, bytes, size) == 0);
+    }
+    const int64_t mark = input.take<int64_t>() & INT64_MAX;
+    const MarkFileText text = format_mark_file(mark);
+    const MarkFileResult round_trip = parse_mark_file(text.bytes, text.size);
+    require(round_trip.status == MarkFileStatus::kOk && round_trip.mark_unix_ms == mark);
+}
+
+// Drives one generator with a clock, node ids and a mark that the input moves around, and checks
+// every outcome against the rules: ids strictly increase, each carries the clock reading and the
+// node, none passes the mark, and a refusal writes nothing.
+void check_generator(Input &input) {
+    GeneratorState state;
+    int64_t now = kEpochUnixMs + (input.take<uint32_t>() & 0xFFFFFF);
+    int64_t limit = now + 10;
+    int32_t datacenter = 1;
+    int32_t machine = 1;
+    int64_t last_id = -1;
+    for (int step = 0; step < 2000 && !input.empty(); step++) {
+        const uint8_t op = input.take<uint8_t>();
+        switch (op % 8) {
+            case 0:
+                now += 1;
+                break;
+            case 1:
+                now -= 1 + (op >> 3) % 4;
+                break;
+            case 2:
+                now += (op >> 3) * 97;
+                break;
+            case 3:
+                datacenter = (op >> 3) % 32;
+                machine = input.take<uint8_t>() % 32;
+                break;
+            case 4:
+                limit = now + (op >> 3) % 3 - 1;
+                break;
+            case 5:
+                raise_floor(state, now + (op >> 3) % 4 - 2);
+                last_id = static_cast<int64_t>(state.after_last_id.load()) - 1;
+                break;
+            default:
+                break;
+        }
+        const Node node = make_node(datacenter, machine).node;
+        const uint64_t before = state.after_last_id.load();
+        const NextResult result = next_id(state, node, limit, [now]() noexcept { return now; });
+        require(result.now_unix_ms == now);
+        if (result.status != NextStatus::kIssued) {
+            require(state.after_last_id.load() == before);
+        }
+        switch (result.status) {
+            case NextStatus::kIssued: {
+                const DecodeResult parts = decode(result.id);
+                require(parts.status == CodecStatus::kOk);
+                require(result.id > last_id);
+                require(parts.parts.unix_ms == now && now <= limit);
+                require(parts.parts.datacenter_id == datacenter &&
+                        parts.parts.machine_id == machine);
+                last_id = result.id;
+                break;
+            }
+            case NextStatus::kClockBehind:
+                require(last_id >= 0 && result.last_unix_ms > now &&
+                        result.last_unix_ms == decode(last_id).parts.unix_ms);
+                break;
+            case NextStatus::kSequenceExhausted:
+                require(last_id >= 0 && decode(last_id).parts.unix_ms == now);
+                break;
+            case NextStatus::kPastIssueLimit:
+                require(now > limit);
+                break;
+            case NextStatus::kClockOutOfRange:
+                require(now < kEpochUnixMs || now > kMaxUnixMs);
+                break;
+        }
+    }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    Input input(data, size);
+    check_codec(input);
+    check_mark_file(input);
+    check_generator(input);
+    return 0;
+}
