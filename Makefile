@@ -22,7 +22,7 @@ ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_check_iso \
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
 EXTRA_CLEAN = tmp_check_regress tmp_check_iso output_iso test/unit/unit_tests \
-	test/unit/unit_tests_sanitized test/fuzz/fuzz_core
+	test/unit/unit_tests_sanitized test/fuzz/fuzz_core test/bench/core_bench
 
 # -fno-exceptions is the error boundary: no C++ exception can exist to cross into PostgreSQL.
 # PostgreSQL headers before 16 still use the register keyword that C++17 removed.
@@ -68,5 +68,10 @@ test/fuzz/fuzz_core: $(CORE_SOURCES) $(CORE_HEADERS) test/fuzz/fuzz_core.cpp
 fuzzcheck: test/fuzz/fuzz_core
 	test/fuzz/fuzz_core -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=test/fuzz/ \
 		-print_final_stats=1
+
+# The core alone under Google Benchmark; test/bench/run runs it with the SQL benchmarks.
+test/bench/core_bench: $(CORE_SOURCES) $(CORE_HEADERS) test/bench/core_bench.cpp
+	$(CXX) -std=c++17 -O2 -Wall -Wextra -Werror -I$(srcdir)/src $(CORE_SOURCES) \
+		test/bench/core_bench.cpp -lbenchmark -lbenchmark_main -pthread -o $@
 
 .PHONY: unitcheck fuzzcheck

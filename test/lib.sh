@@ -15,10 +15,11 @@ as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
 }
 
-# Installs the Debian packages that are missing; does nothing when all are present.
+# Installs those of APT_PACKAGES and of the given extra packages that are missing; does nothing
+# when all are present.
 install_dependencies() {
     local missing=()
-    for package in "${APT_PACKAGES[@]}"; do
+    for package in "${APT_PACKAGES[@]}" "$@"; do
         dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
             missing+=("$package")
     done

@@ -29,12 +29,14 @@ namespace {
 
 using snowflake::CodecStatus;
 
+// The sign bit is never set in a Snowflake id, so a negative bigint is a caller's mistake.
 [[noreturn]] void report_negative_id(int64 id) {
     ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
                     errmsg("a Snowflake id cannot be negative: %lld", static_cast<long long>(id))));
     pg_unreachable();
 }
 
+// One wording for every field, naming it and its range, as the contract asks.
 [[noreturn]] void report_field_out_of_range(CodecStatus status, const snowflake::Parts &parts) {
     const snowflake::FieldError field = snowflake::field_error(status, parts);
     ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
@@ -59,6 +61,7 @@ using snowflake::CodecStatus;
     pg_unreachable();
 }
 
+// Every decoding entry point shares the negative-id check through this.
 snowflake::Parts decoded_parts(int64 id) {
     const snowflake::DecodeResult decoded = snowflake::decode(id);
     if (decoded.status != CodecStatus::kOk) {
@@ -67,6 +70,7 @@ snowflake::Parts decoded_parts(int64 id) {
     return decoded.parts;
 }
 
+// Both encode forms report the first field out of range the same way.
 int64 encoded_id(const snowflake::Parts &parts) {
     const snowflake::EncodeResult encoded = snowflake::encode(parts);
     if (encoded.status != CodecStatus::kOk) {

@@ -105,6 +105,7 @@ struct MarkRecord {
     int64 mark_unix_ms;
 };
 
+// The record may not be aligned in the WAL buffer, so it is copied out.
 int64 record_mark(XLogReaderState *record) {
     MarkRecord mark_record;
     memcpy(&mark_record, XLogRecGetData(record), sizeof(mark_record));
@@ -129,10 +130,12 @@ void redo_mark(XLogReaderState *record) {
     }
 }
 
+// What pg_waldump and replay errors show for a record.
 void describe_mark(StringInfo buf, XLogReaderState *record) {
     appendStringInfo(buf, "mark_unix_ms %lld", static_cast<long long>(record_mark(record)));
 }
 
+// The record type's name for pg_waldump's statistics.
 const char *identify_mark(uint8 info) {
     return (info & ~XLR_INFO_MASK) == kXlogMark ? "MARK" : nullptr;
 }
@@ -141,6 +144,7 @@ RmgrData snowflake_rmgr = {
     "snowflake", redo_mark, describe_mark, identify_mark, nullptr, nullptr, nullptr, nullptr,
 };
 
+// Logged before the mark is used, so that any WAL carrying an id under it also carries the mark.
 void log_mark(int64 mark_unix_ms) {
     MarkRecord mark_record{mark_unix_ms};
     XLogBeginInsert();

@@ -34,6 +34,7 @@ int64 wall_clock_unix_ms() {
     return static_cast<int64>(now.tv_sec) * 1000 + now.tv_nsec / 1000000;
 }
 
+// Only a preloaded library has the shared generator; anything else gets the line to add.
 SnowflakeShared *require_shared_state() {
     if (snowflake_shared == nullptr) {
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -46,6 +47,7 @@ SnowflakeShared *require_shared_state() {
     return snowflake_shared;
 }
 
+// An unset node id would make ids that collide with any other server's; refuse until it is set.
 void require_setting(const char *name, int value) {
     if (value < 0) {
         ereport(ERROR,
@@ -57,6 +59,7 @@ void require_setting(const char *name, int value) {
     }
 }
 
+// The node bits from the settings as this backend sees them now (a reload may change them).
 snowflake::Node configured_node() {
     require_setting("snowflake.datacenter_id", snowflake_datacenter_id_setting);
     require_setting("snowflake.machine_id", snowflake_machine_id_setting);
@@ -75,10 +78,25 @@ void refuse_during_recovery() {
     }
 }
 
-// Spins only while the clock still reads the exhausted millisecond, so that a clock step in
-// either direction goes back to the generator, which decides what it means.
+// A waiting backend sleeps through most of the rest of the exhausted millisecond and spins only
+// in its last kSpinWindowUs, so that it leaves the CPU to others without missing the boundary;
+// pg_usleep oversleeps by the timer slack (50 us by default), which the window absorbs. It returns
+// as soon as the clock leaves that millisecond in either direction, so that the generator decides
+// what a clock step means.
+constexpr int64 kSpinWindowUs = 150;
+
 void wait_for_clock_to_leave(int64 exhausted_unix_ms) {
-    while (wall_clock_unix_ms() == exhausted_unix_ms) {
+    for (;;) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        const int64 now_us = static_cast<int64>(now.tv_sec) * 1000000 + now.tv_nsec / 1000;
+        if (now_us / 1000 != exhausted_unix_ms) {
+            return;
+        }
+        const int64 until_next_ms_us = 1000 - now_us % 1000;
+        if (until_next_ms_us > kSpinWindowUs) {
+            pg_usleep(until_next_ms_us - kSpinWindowUs);
+        }
         CHECK_FOR_INTERRUPTS();
     }
 }
@@ -120,6 +138,7 @@ void wait_or_refuse_clock_behind(SnowflakeShared *shared, int64 last_unix_ms, in
     CHECK_FOR_INTERRUPTS();
 }
 
+// The 41-bit field cannot hold the clock's reading, before 2010 or after July 2080.
 [[noreturn]] void report_clock_out_of_range(int64 now_unix_ms) {
     ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
                     errmsg("the clock reads %lld Unix ms, outside the Snowflake timestamp range",

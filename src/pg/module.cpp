@@ -69,10 +69,12 @@ IdCounter *id_counters(const SnowflakeShared *shared) {
     return reinterpret_cast<IdCounter *>(const_cast<SnowflakeShared *>(shared) + 1);
 }
 
+// The request and the allocation must agree, so both come from here.
 Size shared_state_size() {
     return add_size(sizeof(SnowflakeShared), mul_size(counter_slot_count(), sizeof(IdCounter)));
 }
 
+// This backend's PGPROC index, which picks its counter slot; PostgreSQL 17 renamed it.
 int own_proc_number() {
 #if PG_VERSION_NUM >= 170000
     return MyProcNumber;
@@ -115,6 +117,7 @@ void attach_shared_memory() {
     snowflake_shared = shared;
 }
 
+// Defined in every process that loads the library, preloaded or not, so that SHOW works.
 void define_settings() {
     DefineCustomIntVariable("snowflake.datacenter_id",
                             "Datacenter id (0-31) written into every Snowflake id.",
