@@ -9,12 +9,13 @@ OBJS = \
 	src/pg/codec_functions.o \
 	src/pg/durable_mark.o \
 	src/pg/generate.o \
-	src/pg/module.o
+	src/pg/module.o \
+	src/pg/time_predicates.o
 DATA = src/sql/snowflake--1.0.sql
 PGFILEDESC = "snowflake - Twitter-layout Snowflake ids"
 
 # pg_regress, pg_isolation_regress and prove each start their own throwaway servers.
-REGRESS = codec generate info errors
+REGRESS = codec generate info errors time_predicates partitioning
 REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=test/snowflake.conf
 ISOLATION = interleaved_order
 ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_check_iso \

@@ -134,6 +134,11 @@ void define_settings() {
         "How long snowflake_nextval() waits for a clock that moved backwards before it refuses.",
         nullptr, &snowflake_max_clock_rollback_wait_ms, 0, 0, 60000, PGC_SIGHUP, GUC_UNIT_MS,
         nullptr, nullptr, nullptr);
+    DefineCustomBoolVariable(
+        "snowflake.time_predicates",
+        "Lets the primary key answer comparisons of snowflake_timestamp(column) with a constant.",
+        "Adds the equivalent condition on the column itself; results are the same either way.",
+        &snowflake_time_predicates_setting, true, PGC_USERSET, 0, nullptr, nullptr, nullptr);
 #if PG_VERSION_NUM >= 150000
     MarkGUCPrefixReserved("snowflake");
 #else
@@ -165,9 +170,11 @@ uint64_t snowflake_total_issued_ids(const SnowflakeShared *shared) {
     return total;
 }
 
-// Settings always exist; shared memory only when preloaded, since only the postmaster can add it.
+// Settings and the planner hook always exist; shared memory only when preloaded, since only the
+// postmaster can add it.
 void _PG_init(void) {
     define_settings();
+    snowflake_install_planner_hook();
     if (!process_shared_preload_libraries_in_progress) {
         return;
     }

@@ -51,6 +51,7 @@ extern SnowflakeShared *snowflake_shared;
 extern int snowflake_datacenter_id_setting;
 extern int snowflake_machine_id_setting;
 extern int snowflake_max_clock_rollback_wait_ms;
+extern bool snowflake_time_predicates_setting;
 
 // Adds one to this backend's issued-id count without touching another backend's cache line.
 void snowflake_count_issued_id(SnowflakeShared *shared);
@@ -71,6 +72,9 @@ void snowflake_require_usable_mark(const SnowflakeShared *shared);
 // Moves the mark a lease past now: WAL record, file, then shared memory. With wait false it
 // leaves the work to whoever already holds the lock.
 void snowflake_extend_durable_mark(SnowflakeShared *shared, int64_t now_unix_ms, bool wait);
+
+// Installs the planner hook of time_predicates.cpp.
+void snowflake_install_planner_hook();
 
 // Registers the WAL resource manager that carries marks to standbys (PostgreSQL 15 and later).
 void snowflake_register_wal_resource_manager();

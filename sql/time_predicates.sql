@@ -1,0 +1,125 @@
+-- Natural time predicates on snowflake_timestamp(column) are answered by the column's btree, and
+-- return exactly what they return without the rewrite.
+CREATE EXTENSION IF NOT EXISTS snowflake;
+SET timezone = 'UTC';
+
+-- One id a second from 2025-12-01 00:00 UTC for about 28 hours.
+CREATE TABLE readings (id bigint PRIMARY KEY, sensor integer NOT NULL);
+INSERT INTO readings
+SELECT snowflake_encode(1764547200000 + n * 1000, 1, 1, 0), n % 10 FROM generate_series(0, 99999) AS n;
+ANALYZE readings;
+SET enable_seqscan = off;
+
+-- Each operator, both ways round, BETWEEN, and a stable expression.
+EXPLAIN (COSTS OFF) SELECT count(*) FROM readings WHERE snowflake_timestamp(id) >= '2025-12-01 10:00+00';
+EXPLAIN (COSTS OFF) SELECT count(*) FROM readings WHERE snowflake_timestamp(id) > '2025-12-01 10:00+00';
+EXPLAIN (COSTS OFF) SELECT count(*) FROM readings WHERE snowflake_timestamp(id) < '2025-12-01 10:00+00';
+EXPLAIN (COSTS OFF) SELECT count(*) FROM readings WHERE snowflake_timestamp(id) <= '2025-12-01 10:00+00';
+EXPLAIN (COSTS OFF) SELECT count(*) FROM readings WHERE snowflake_timestamp(id) = '2025-12-01 10:00+00';
+EXPLAIN (COSTS OFF) SELECT count(*) FROM readings WHERE '2025-12-01 10:00+00' < snowflake_timestamp(id);
+EXPLAIN (COSTS OFF) SELECT count(*) FROM readings
+WHERE snowflake_timestamp(id) BETWEEN '2025-12-01 10:00+00' AND '2025-12-01 11:00+00';
+EXPLAIN (COSTS OFF) SELECT count(*) FROM readings
+WHERE snowflake_timestamp(id) >= now() - interval '1 hour';
+
+-- Prepared statements, with a generic plan: the bound is a parameter of the index condition.
+PREPARE readings_since(timestamptz) AS
+SELECT count(*) FROM readings WHERE snowflake_timestamp(id) >= $1;
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (COSTS OFF) EXECUTE readings_since('2025-12-01 10:00+00');
+EXECUTE readings_since('2025-12-01 10:00+00');
+RESET plan_cache_mode;
+DEALLOCATE readings_since;
+
+-- Joins: the condition lands on the column of whichever table it names; a bound that depends on
+-- another table's row is left alone.
+CREATE TABLE sensors (sensor integer PRIMARY KEY, installed timestamptz NOT NULL);
+INSERT INTO sensors SELECT n, '2025-12-01 12:00+00'::timestamptz + n * interval '1 minute'
+FROM generate_series(0, 9) AS n;
+ANALYZE sensors;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM sensors s JOIN readings r ON r.sensor = s.sensor
+WHERE snowflake_timestamp(r.id) >= '2025-12-01 20:00+00';
+EXPLAIN (COSTS OFF) SELECT count(*) FROM sensors s JOIN readings r ON r.sensor = s.sensor
+  AND snowflake_timestamp(r.id) < '2025-12-01 01:00+00';
+EXPLAIN (COSTS OFF) SELECT count(*) FROM sensors s JOIN readings r ON r.sensor = s.sensor
+WHERE snowflake_timestamp(r.id) >= s.installed;
+
+-- Subqueries, CTEs and sublinks are rewritten at every level.
+EXPLAIN (COSTS OFF) SELECT count(*) FROM (
+    SELECT id FROM readings WHERE snowflake_timestamp(id) >= '2025-12-01 20:00+00' OFFSET 0) s;
+EXPLAIN (COSTS OFF) WITH recent AS MATERIALIZED (
+    SELECT id FROM readings WHERE snowflake_timestamp(id) >= '2025-12-01 20:00+00')
+SELECT count(*) FROM recent;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM sensors s
+WHERE EXISTS (SELECT 1 FROM readings r
+              WHERE r.sensor = s.sensor AND snowflake_timestamp(r.id) < '2025-12-01 00:01+00');
+
+-- The function is recognised by what it is, not by its name: through another schema it is
+-- rewritten, an impostor of the same name is not.
+CREATE SCHEMA elsewhere;
+ALTER EXTENSION snowflake SET SCHEMA elsewhere;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM readings
+WHERE elsewhere.snowflake_timestamp(id) >= '2025-12-01 20:00+00';
+ALTER EXTENSION snowflake SET SCHEMA public;
+DROP SCHEMA elsewhere;
+CREATE SCHEMA impostor;
+CREATE FUNCTION impostor.snowflake_timestamp(id bigint) RETURNS timestamptz
+    LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN RETURN to_timestamp(id % 100000); END $$;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM readings
+WHERE impostor.snowflake_timestamp(id) >= '2025-12-01 20:00+00';
+DROP SCHEMA impostor CASCADE;
+
+-- Switched off, the old plan comes back.
+SET snowflake.time_predicates = off;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM readings WHERE snowflake_timestamp(id) >= '2025-12-01 10:00+00';
+RESET snowflake.time_predicates;
+
+-- Results are identical with the rewrite on and off, for every operator and boundary: exact
+-- milliseconds, sub-millisecond instants, the epoch, before it, the last millisecond of 2080,
+-- after it, the infinities and NULL; as literals and as parameters.
+CREATE TABLE edge_ids (id bigint PRIMARY KEY);
+INSERT INTO edge_ids
+SELECT snowflake_encode(ms, 0, node, seq)
+FROM (VALUES (1288834974657), (1288834974658), (1699999999999), (1700000000000), (1700000000001),
+             (3487858230207), (3487858230208)) AS t(ms),
+     (VALUES (0), (31)) AS n(node), (VALUES (0), (4095)) AS s(seq);
+ANALYZE edge_ids;
+CREATE FUNCTION pg_temp.matching(op text, bound timestamptz, rewrite boolean, as_parameter boolean)
+RETURNS bigint[] LANGUAGE plpgsql AS $$
+DECLARE
+    result bigint[];
+BEGIN
+    PERFORM set_config('snowflake.time_predicates', rewrite::text, true);
+    IF as_parameter THEN
+        EXECUTE format('SELECT array_agg(id ORDER BY id) FROM edge_ids WHERE snowflake_timestamp(id) %s $1', op)
+            INTO result USING bound;
+    ELSE
+        EXECUTE format('SELECT array_agg(id ORDER BY id) FROM edge_ids WHERE snowflake_timestamp(id) %s %L::timestamptz', op, bound)
+            INTO result;
+    END IF;
+    RETURN result;
+END;
+$$;
+CREATE TEMP TABLE bounds (label text, bound timestamptz);
+INSERT INTO bounds VALUES
+    ('exact ms', '2023-11-14 22:13:20+00'),
+    ('sub-ms', '2023-11-14 22:13:20.0005+00'),
+    ('just below a ms', '2023-11-14 22:13:19.999999+00'),
+    ('epoch', '2010-11-04 01:42:54.657+00'),
+    ('before epoch', '2000-01-01 00:00+00'),
+    ('last ms of 2080', '2080-07-10 17:30:30.208+00'),
+    ('after 2080', '2090-01-01 00:00+00'),
+    ('infinity', 'infinity'),
+    ('-infinity', '-infinity'),
+    ('null', NULL);
+SELECT b.label, o.op,
+       coalesce(array_length(pg_temp.matching(o.op, b.bound, false, false), 1), 0) AS rows,
+       pg_temp.matching(o.op, b.bound, true, false)
+           IS NOT DISTINCT FROM pg_temp.matching(o.op, b.bound, false, false) AS same_literal,
+       pg_temp.matching(o.op, b.bound, true, true)
+           IS NOT DISTINCT FROM pg_temp.matching(o.op, b.bound, false, true) AS same_parameter
+FROM bounds b, (VALUES ('<'), ('<='), ('='), ('>='), ('>')) AS o(op)
+ORDER BY b.label, o.op;
+
+RESET enable_seqscan;
+DROP TABLE readings, sensors, edge_ids;

@@ -1,0 +1,300 @@
+// Time predicates on Snowflake keys: a planner hook that gives a comparison of
+// snowflake_timestamp(column) with a query constant the equivalent condition on the column itself,
+//
+//     snowflake_timestamp(id) >= t   gains   id >= snowflake_min_id(t)
+//     snowflake_timestamp(id) >  t   gains   id >  snowflake_max_id(t)
+//     snowflake_timestamp(id) <  t   gains   id <  snowflake_min_id(t)
+//     snowflake_timestamp(id) <= t   gains   id <= snowflake_max_id(t)
+//     snowflake_timestamp(id) =  t   gains   both bounds
+//
+// so that a btree on the column, and partition pruning on it, can serve the query. Each added
+// condition is implied by the one it comes from, which stays, so results are the same with and
+// without it. Only top-level AND conditions of WHERE and JOIN ... ON clauses are considered, in
+// every subquery, CTE and sublink of the statement. The functions are recognised by OID: a
+// candidate call's pg_proc row is checked once (its C symbol), and the range helpers are looked up
+// by name once per installation of the extension, never on every query.
+//
+// The error-boundary rules are stated at the top of module.cpp.
+
+extern "C" {
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/stratnum.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_language.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/planner.h"
+#include "parser/parse_func.h"
+#include "rewrite/rewriteManip.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+}
+
+#include "pg/shared_state.hpp"
+
+bool snowflake_time_predicates_setting = true;
+
+namespace {
+
+planner_hook_type previous_planner_hook = nullptr;
+
+// copyObject() and list_make*() are macros built on typeof and compound literals, which C++ has
+// not; these are their C++ spellings.
+template <typename T>
+T *copy_node(const T *node) {
+    return static_cast<T *>(copyObjectImpl(node));
+}
+
+List *list_of(void *first, void *second = nullptr) {
+    List *list = lappend(NIL, first);
+    return second != nullptr ? lappend(list, second) : list;
+}
+
+// The tree walkers take a callback of a C type that PostgreSQL 16 changed.
+#if PG_VERSION_NUM >= 160000
+#define WALKER_CALLBACK(function) (function)
+#else
+// Through void (*)(void), the one function type a cast may pass through without a warning.
+#define WALKER_CALLBACK(function) \
+    reinterpret_cast<bool (*)()>(reinterpret_cast<void (*)()>(function))
+#endif
+
+// The extension's functions as found in one installation; found anew when the OID of
+// snowflake_timestamp changes (the extension was dropped and created again).
+struct ExtensionFunctions {
+    Oid timestamp = InvalidOid;
+    Oid min_id = InvalidOid;
+    Oid max_id = InvalidOid;
+};
+
+ExtensionFunctions known_functions;
+
+// Whether a function is the C function of this library with that symbol.
+bool is_library_function(Oid function, const char *symbol) {
+    HeapTuple tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(function));
+    if (!HeapTupleIsValid(tuple)) {
+        return false;
+    }
+    bool matches = false;
+    if (reinterpret_cast<Form_pg_proc>(GETSTRUCT(tuple))->prolang == ClanguageId) {
+        bool is_null = false;
+        const Datum source = SysCacheGetAttr(PROCOID, tuple, Anum_pg_proc_prosrc, &is_null);
+        const Datum library = SysCacheGetAttr(PROCOID, tuple, Anum_pg_proc_probin, &is_null);
+        matches = !is_null && strcmp(TextDatumGetCString(source), symbol) == 0 &&
+                  strstr(TextDatumGetCString(library), "snowflake") != nullptr;
+    }
+    ReleaseSysCache(tuple);
+    return matches;
+}
+
+// The range helper of the same installation (same schema) as snowflake_timestamp.
+Oid helper_beside(Oid timestamp_function, const char *name) {
+    const Oid argument_type = TIMESTAMPTZOID;
+    char *schema = get_namespace_name(get_func_namespace(timestamp_function));
+    const Oid helper = LookupFuncName(list_of(makeString(schema), makeString(pstrdup(name))), 1,
+                                      &argument_type, true);
+    return OidIsValid(helper) && is_library_function(helper, name) ? helper : InvalidOid;
+}
+
+// Recognises a call of snowflake_timestamp, however it was named in the query.
+bool is_snowflake_timestamp(Oid function) {
+    if (function == known_functions.timestamp) {
+        return true;
+    }
+    if (!is_library_function(function, "snowflake_timestamp")) {
+        return false;
+    }
+    ExtensionFunctions found;
+    found.timestamp = function;
+    found.min_id = helper_beside(function, "snowflake_min_id");
+    found.max_id = helper_beside(function, "snowflake_max_id");
+    if (!OidIsValid(found.min_id) || !OidIsValid(found.max_id)) {
+        return false;
+    }
+    known_functions = found;
+    return true;
+}
+
+// The column of snowflake_timestamp(column), or null when the expression is anything else.
+Var *snowflake_timestamp_column(Node *node) {
+    if (!IsA(node, FuncExpr)) {
+        return nullptr;
+    }
+    auto *call = reinterpret_cast<FuncExpr *>(node);
+    if (call->funcresulttype != TIMESTAMPTZOID || list_length(call->args) != 1) {
+        return nullptr;
+    }
+    Node *argument = strip_implicit_coercions(static_cast<Node *>(linitial(call->args)));
+    if (!IsA(argument, Var) || exprType(argument) != INT8OID) {
+        return nullptr;
+    }
+    auto *column = reinterpret_cast<Var *>(argument);
+    if (column->varlevelsup != 0 || !is_snowflake_timestamp(call->funcid)) {
+        return nullptr;
+    }
+    return column;
+}
+
+// Constant for one execution of the query: no column of its own level, nothing volatile, no
+// subquery. Parameters, outer references and stable functions such as now() qualify.
+bool is_query_constant(Node *node) {
+    return !contain_var_clause(node) && !contain_volatile_functions(node) &&
+           !checkExprHasSubLink(node);
+}
+
+Oid default_btree_family(Oid type) {
+    return get_opclass_family(GetDefaultOpClass(type, BTREE_AM_OID));
+}
+
+// The btree strategy of a timestamptz comparison, or 0 for any other operator.
+int timestamptz_strategy(Oid operator_oid) {
+    static Oid timestamptz_family = InvalidOid;
+    if (!OidIsValid(timestamptz_family)) {
+        timestamptz_family = default_btree_family(TIMESTAMPTZOID);
+    }
+    return get_op_opfamily_strategy(operator_oid, timestamptz_family);
+}
+
+// column <strategy> helper(bound), as an int8 comparison.
+Expr *column_condition(int strategy, Var *column, Oid helper, Node *bound) {
+    static Oid int8_family = InvalidOid;
+    if (!OidIsValid(int8_family)) {
+        int8_family = default_btree_family(INT8OID);
+    }
+    const Oid operator_oid = get_opfamily_member(int8_family, INT8OID, INT8OID, strategy);
+    FuncExpr *bound_id = makeFuncExpr(helper, INT8OID, list_of(copy_node(bound)), InvalidOid,
+                                      InvalidOid, COERCE_EXPLICIT_CALL);
+    auto *condition = reinterpret_cast<OpExpr *>(
+        make_opclause(operator_oid, BOOLOID, false, reinterpret_cast<Expr *>(copy_node(column)),
+                      reinterpret_cast<Expr *>(bound_id), InvalidOid, InvalidOid));
+    set_opfuncid(condition);
+    return reinterpret_cast<Expr *>(condition);
+}
+
+// The conditions on the column that one comparison implies, or NIL.
+List *column_conditions_for(Node *clause) {
+    if (!IsA(clause, OpExpr)) {
+        return NIL;
+    }
+    auto *comparison = reinterpret_cast<OpExpr *>(clause);
+    if (list_length(comparison->args) != 2) {
+        return NIL;
+    }
+    Node *left = static_cast<Node *>(linitial(comparison->args));
+    Node *right = static_cast<Node *>(lsecond(comparison->args));
+    if (exprType(left) != TIMESTAMPTZOID || exprType(right) != TIMESTAMPTZOID) {
+        return NIL;
+    }
+    int strategy = timestamptz_strategy(comparison->opno);
+    if (strategy == 0) {
+        return NIL;
+    }
+    Var *column = snowflake_timestamp_column(left);
+    Node *bound = right;
+    if (column == nullptr) {
+        column = snowflake_timestamp_column(right);
+        bound = left;
+        // t < snowflake_timestamp(id) is snowflake_timestamp(id) > t.
+        strategy = BTMaxStrategyNumber + 1 - strategy;
+    }
+    if (column == nullptr || !is_query_constant(bound)) {
+        return NIL;
+    }
+    const ExtensionFunctions &helpers = known_functions;
+    switch (strategy) {
+        case BTLessStrategyNumber:
+            return list_of(column_condition(BTLessStrategyNumber, column, helpers.min_id, bound));
+        case BTLessEqualStrategyNumber:
+            return list_of(
+                column_condition(BTLessEqualStrategyNumber, column, helpers.max_id, bound));
+        case BTEqualStrategyNumber:
+            return list_of(
+                column_condition(BTGreaterEqualStrategyNumber, column, helpers.min_id, bound),
+                column_condition(BTLessEqualStrategyNumber, column, helpers.max_id, bound));
+        case BTGreaterEqualStrategyNumber:
+            return list_of(
+                column_condition(BTGreaterEqualStrategyNumber, column, helpers.min_id, bound));
+        case BTGreaterStrategyNumber:
+            return list_of(
+                column_condition(BTGreaterStrategyNumber, column, helpers.max_id, bound));
+        default:
+            return NIL;
+    }
+}
+
+// A WHERE or ON clause with the implied column conditions added to its top-level AND.
+Node *with_column_conditions(Node *quals) {
+    if (quals == nullptr) {
+        return nullptr;
+    }
+    List *conjuncts = make_ands_implicit(reinterpret_cast<Expr *>(quals));
+    List *added = NIL;
+    ListCell *cell;
+    foreach (cell, conjuncts) {
+        added = list_concat(added, column_conditions_for(static_cast<Node *>(lfirst(cell))));
+    }
+    if (added == NIL) {
+        return quals;
+    }
+    return reinterpret_cast<Node *>(make_ands_explicit(list_concat(conjuncts, added)));
+}
+
+// Every WHERE and JOIN ... ON clause of one query level.
+void add_to_join_tree(Node *node) {
+    if (node == nullptr) {
+        return;
+    }
+    if (IsA(node, FromExpr)) {
+        auto *from = reinterpret_cast<FromExpr *>(node);
+        from->quals = with_column_conditions(from->quals);
+        ListCell *cell;
+        foreach (cell, from->fromlist) {
+            add_to_join_tree(static_cast<Node *>(lfirst(cell)));
+        }
+    } else if (IsA(node, JoinExpr)) {
+        auto *join = reinterpret_cast<JoinExpr *>(node);
+        join->quals = with_column_conditions(join->quals);
+        add_to_join_tree(join->larg);
+        add_to_join_tree(join->rarg);
+    }
+}
+
+// Visits every query level of a statement: subqueries in FROM, CTEs and sublinks.
+bool add_to_every_query(Node *node, void *context) {
+    if (node == nullptr) {
+        return false;
+    }
+    if (IsA(node, Query)) {
+        auto *query = reinterpret_cast<Query *>(node);
+        add_to_join_tree(reinterpret_cast<Node *>(query->jointree));
+        return query_tree_walker(query, WALKER_CALLBACK(add_to_every_query), context, 0);
+    }
+    return expression_tree_walker(node, WALKER_CALLBACK(add_to_every_query), context);
+}
+
+// The conditions are added before the standard planner runs, so that index paths and partition
+// pruning see them like any other.
+PlannedStmt *plan_with_time_predicates(Query *parse, const char *query_string, int cursor_options,
+                                       ParamListInfo bound_params) {
+    if (snowflake_time_predicates_setting && parse->commandType != CMD_UTILITY) {
+        add_to_every_query(reinterpret_cast<Node *>(parse), nullptr);
+    }
+    if (previous_planner_hook != nullptr) {
+        return previous_planner_hook(parse, query_string, cursor_options, bound_params);
+    }
+    return standard_planner(parse, query_string, cursor_options, bound_params);
+}
+
+}  // namespace
+
+void snowflake_install_planner_hook() {
+    previous_planner_hook = planner_hook;
+    planner_hook = plan_with_time_predicates;
+}
