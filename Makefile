@@ -6,16 +6,17 @@ OBJS = \
 	src/core/codec.o \
 	src/core/generator.o \
 	src/core/mark_file.o \
+	src/pg/check_peers.o \
 	src/pg/codec_functions.o \
 	src/pg/durable_mark.o \
 	src/pg/generate.o \
 	src/pg/module.o \
 	src/pg/time_predicates.o
-DATA = src/sql/snowflake--1.0.sql
+DATA = src/sql/snowflake--1.0.sql src/sql/snowflake--1.0--1.1.sql
 PGFILEDESC = "snowflake - Twitter-layout Snowflake ids"
 
 # pg_regress, pg_isolation_regress and prove each start their own throwaway servers.
-REGRESS = codec generate info errors time_predicates partitioning
+REGRESS = codec generate info errors time_predicates partitioning peers
 REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=test/snowflake.conf
 ISOLATION = interleaved_order
 ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_check_iso \
@@ -31,7 +32,10 @@ SNOWFLAKE_CXXFLAGS = -std=c++17 -fno-exceptions -fno-rtti -I$(srcdir)/src -Wno-r
 # Warnings fail the build; a packager on an untested compiler or server version may set WERROR=.
 WERROR ?= -Werror
 PG_CXXFLAGS = $(SNOWFLAKE_CXXFLAGS) -Wall -Wextra $(WERROR) -Wno-unused-parameter
+# libpq, for the peer check's connections to other servers.
+PG_CPPFLAGS = -I$(shell $(PG_CONFIG) --includedir)
 SHLIB_LINK = -lstdc++
+SHLIB_LINK_INTERNAL = -lpq
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)

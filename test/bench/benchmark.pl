@@ -15,11 +15,12 @@ use Time::HiRes qw(time sleep);
 my $core_bench = shift @ARGV;
 my $repetitions = $ENV{BENCH_REPETITIONS} // 5;
 # A comma-separated list of case numbers to run, for working on one case; all by default.
-my %selected = map { $_ => 1 } split /,/, ($ENV{BENCH_CASES} // '1,2,3,4,5,6');
+my %selected = map { $_ => 1 } split /,/, ($ENV{BENCH_CASES} // '1,2,3,4,5,6,7');
 my $ceiling_ids_per_ms = 4096;
 my $work_dir = tempdir('snowflake-bench-XXXXXX', TMPDIR => 1, CLEANUP => 1);
 my $port = 54331;
 my $data_dir = "$work_dir/data";
+chomp(my $cores = `nproc`);
 
 # Runs a command (no shell) and returns its output, stderr included; dies if it fails.
 sub run_or_die {
@@ -38,9 +39,10 @@ sub run_or_die {
 # A psql session driven line by line, so that a backend's CPU time can be read around a statement.
 package Session {
     sub new {
-        my ($class, $database) = @_;
+        my ($class, $server_port) = @_;
         my $pid = IPC::Open2::open2(my $out, my $in, 'psql', '-X', '-q', '-A', '-t', '-F', '|',
-            '-h', $work_dir, '-p', $port, '-d', $database // 'postgres', '-v', 'ON_ERROR_STOP=1');
+            '-h', $work_dir, '-p', $server_port // $port, '-d', 'postgres', '-v',
+            'ON_ERROR_STOP=1');
         $in->autoflush(1);
         my $self = bless { pid => $pid, in => $in, out => $out }, $class;
         print {$in} "\\timing on\n";
@@ -115,28 +117,58 @@ sub table {
 
 sub fmt { return sprintf($_[0], $_[1]); }
 
+# A server of its own data directory, port and machine id, with the extension created.
 sub start_server {
-    run_or_die('initdb', '-D', $data_dir, '-A', 'trust', '--no-sync');
-    open my $conf, '>>', "$data_dir/postgresql.conf" or die $!;
+    my ($directory, $server_port, $machine_id) = @_;
+    run_or_die('initdb', '-D', $directory, '-A', 'trust', '--no-sync');
+    open my $conf, '>>', "$directory/postgresql.conf" or die $!;
     print {$conf} <<"CONF";
 listen_addresses = ''
-port = $port
+port = $server_port
 unix_socket_directories = '$work_dir'
 shared_preload_libraries = 'snowflake'
 snowflake.datacenter_id = 1
-snowflake.machine_id = 1
+snowflake.machine_id = $machine_id
 shared_buffers = '1GB'
 max_wal_size = '8GB'
 synchronous_commit = off
 autovacuum = off
 CONF
     close $conf;
-    run_or_die('pg_ctl', '-D', $data_dir, '-l', "$work_dir/server.log", '-w', 'start');
-    run_or_die('psql', '-X', '-q', '-h', $work_dir, '-p', $port, '-d', 'postgres', '-c',
+    run_or_die('pg_ctl', '-D', $directory, '-l', "$directory.log", '-w', 'start');
+    run_or_die('psql', '-X', '-q', '-h', $work_dir, '-p', $server_port, '-d', 'postgres', '-c',
         'CREATE EXTENSION snowflake');
 }
 
-sub stop_server { run_or_die('pg_ctl', '-D', $data_dir, '-m', 'fast', '-w', 'stop'); }
+sub stop_server { run_or_die('pg_ctl', '-D', $_[0], '-m', 'fast', '-w', 'stop'); }
+
+# Every client runs generating statements back to back for the given time; returns the ids each
+# client made (by client) and the elapsed seconds.
+sub generate_for {
+    my ($seconds, $chunk, @clients) = @_;
+    my $statement = "SELECT count(snowflake_nextval()) FROM (SELECT generate_series(1, $chunk)) s";
+    my %ids = map { ($_ => 0) } @clients;
+    my $select = IO::Select->new(map { $_->{out} } @clients);
+    my %by_handle = map { ($_->{out} => $_) } @clients;
+    my $start = time;
+    $_->send($statement) for @clients;
+    my $running = @clients;
+    while ($running > 0) {
+        for my $handle ($select->can_read) {
+            my $client = $by_handle{$handle};
+            $client->receive;
+            $ids{$client} += $chunk;
+            if (time - $start < $seconds) {
+                $client->send($statement);
+            }
+            else {
+                $select->remove($handle);
+                $running--;
+            }
+        }
+    }
+    return (\%ids, time - $start);
+}
 
 # Case 1: one statement making N ids, for snowflake and what users would write instead.
 sub bulk_generation {
@@ -226,30 +258,9 @@ sub concurrency {
         my (@totals, @slowest_shares, @cpu_per_million);
         for my $run (1 .. $repetitions) {
             my @clients = map { Session->new } 1 .. $sessions;
-            my %ids;
             my @cpu_before = map { $_->cpu_ns } @clients;
-            my $select = IO::Select->new(map { $_->{out} } @clients);
-            my %by_handle = map { ($_->{out} => $_) } @clients;
-            my $start = time;
-            $_->send("SELECT count(snowflake_nextval()) FROM (SELECT generate_series(1, $chunk)) s")
-              for @clients;
-            my $running = $sessions;
-            while ($running > 0) {
-                for my $handle ($select->can_read) {
-                    my $client = $by_handle{$handle};
-                    $client->receive;
-                    $ids{$client} += $chunk;
-                    if (time - $start < $seconds) {
-                        $client->send(
-                            "SELECT count(snowflake_nextval()) FROM (SELECT generate_series(1, $chunk)) s");
-                    }
-                    else {
-                        $select->remove($handle);
-                        $running--;
-                    }
-                }
-            }
-            my $elapsed = time - $start;
+            my ($ids_by_client, $elapsed) = generate_for($seconds, $chunk, @clients);
+            my %ids = %$ids_by_client;
             my $total = sum(values %ids);
             push @totals, $total / $elapsed;
             push @slowest_shares, min(map { $ids{$_} } @clients) / ($total / $sessions);
@@ -440,6 +451,37 @@ SQL
     $session->close;
 }
 
+# Case 7: one session on each of 1, 2 and 3 servers with distinct node ids, all at once: ids per
+# second against N x 4,096,000.
+sub servers {
+    my $seconds = 2;
+    my $chunk = 100_000;
+    my @ports = ($port, $port + 1, $port + 2);
+    start_server("$work_dir/data$_", $ports[ $_ - 1 ], $_) for 2, 3;
+    print "## 7. Several servers at once
+
+";
+    print "One session per server, each on its own node id, generating back to back for $seconds s; "
+      . "$repetitions runs each; medians. The machine has $cores cores: a generating session "
+      . "sleeps while it waits for the next millisecond, so it needs only part of a core, but "
+      . "with more servers than cores the total is bound by CPU as well as by the layout.\n\n";
+    my @rows;
+    for my $count (1, 2, 3) {
+        my @totals;
+        for my $run (1 .. $repetitions) {
+            my @clients = map { Session->new($_) } @ports[ 0 .. $count - 1 ];
+            my ($ids, $elapsed) = generate_for($seconds, $chunk, @clients);
+            push @totals, sum(values %$ids) / $elapsed;
+            $_->close for @clients;
+        }
+        my $total = median(@totals);
+        push @rows, [ $count, fmt('%.3f M/s', $total / 1e6), fmt('%.3f M/s', $count * 4.096),
+            fmt('%.3f', $total / ($count * 4_096_000)) ];
+    }
+    table([ 'servers', 'total ids/s', 'N x 4,096,000', 'total / (N x ceiling)' ], @rows);
+    stop_server("$work_dir/data$_") for 2, 3;
+}
+
 # Case 6: the core alone, through Google Benchmark.
 sub core {
     print "## 6. The core alone (Google Benchmark)\n\n```\n";
@@ -448,11 +490,10 @@ sub core {
 }
 
 my $started = time;
-start_server();
+start_server($data_dir, $port, 1);
 open my $cpuinfo, '<', '/proc/cpuinfo' or die $!;
 my ($machine) = map { /^model name\s*:\s*(.*)$/ ? $1 : () } <$cpuinfo>;
 close $cpuinfo;
-chomp(my $cores = `nproc`);
 chomp(my $debian = `cat /etc/debian_version`);
 my ($server_version) = split /\n/, run_or_die('postgres', '--version');
 print "# snowflake benchmarks\n\n";
@@ -462,6 +503,7 @@ concurrency() if $selected{2};
 inserts() if $selected{3};
 decoding() if $selected{4};
 time_range() if $selected{5};
-stop_server();
+servers() if $selected{7};
+stop_server($data_dir);
 core() if $selected{6};
 printf "Total time: %.0f s\n", time - $started;

@@ -1,0 +1,60 @@
+-- Version 1.1: snowflake_check_peers(), the upgrade from 1.0, and a fresh 1.1 install.
+CREATE EXTENSION IF NOT EXISTS snowflake;
+
+-- This server, reached through its own socket, shares its own node pair; the problem says so.
+SELECT format('host=%s port=%s dbname=%s',
+              split_part(current_setting('unix_socket_directories'), ',', 1),
+              current_setting('port'), current_database()) AS self \gset
+SELECT datacenter_id, machine_id, abs(clock_offset_ms) < 1000 AS clock_close, problem
+FROM snowflake_check_peers(ARRAY[:'self']);
+-- Listed twice, each copy also collides with the other.
+SELECT datacenter_id, machine_id, problem
+FROM snowflake_check_peers(ARRAY[:'self', :'self']);
+-- A database without the extension, and a server that is not there.
+SELECT problem FROM snowflake_check_peers(ARRAY[:'self' || ' dbname=template1']);
+SELECT peer, datacenter_id IS NULL AS no_ids, problem
+FROM snowflake_check_peers(ARRAY['host=/nonexistent port=1']);
+-- A password is never shown back.
+SELECT peer FROM snowflake_check_peers(ARRAY['host=/nonexistent port=1 password=secret']);
+-- Within the threshold, the clock is no problem.
+SELECT count(*) FROM snowflake_check_peers(ARRAY[:'self'], 60000, 5000) WHERE problem LIKE '%clock%';
+SELECT count(*) FROM snowflake_check_peers('{}');
+
+-- Bad arguments are errors, before any connection is made.
+SELECT * FROM snowflake_check_peers(ARRAY['host=x port']);
+SELECT * FROM snowflake_check_peers(ARRAY[:'self', NULL]);
+SELECT * FROM snowflake_check_peers(ARRAY[:'self'], -1);
+SELECT * FROM snowflake_check_peers(ARRAY[:'self'], 10000, 0);
+SELECT count(*) AS rows_for_null FROM snowflake_check_peers(NULL);
+
+-- Only roles granted it may run it; a role that is not a superuser must use a password.
+CREATE ROLE peer_checker;
+SET ROLE peer_checker;
+SELECT * FROM snowflake_check_peers(ARRAY[:'self']);
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION snowflake_check_peers(text[], integer, integer) TO peer_checker;
+SET ROLE peer_checker;
+SELECT problem FROM snowflake_check_peers(ARRAY[:'self']);
+RESET ROLE;
+REVOKE EXECUTE ON FUNCTION snowflake_check_peers(text[], integer, integer) FROM peer_checker;
+DROP ROLE peer_checker;
+
+-- From 1.0 to 1.1 with ALTER EXTENSION ... UPDATE.
+DROP EXTENSION snowflake;
+CREATE EXTENSION snowflake VERSION '1.0';
+SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
+SELECT count(*) AS check_peers_in_1_0 FROM pg_proc WHERE proname = 'snowflake_check_peers';
+ALTER EXTENSION snowflake UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
+SELECT p.oid::regprocedure, pg_get_function_result(p.oid),
+       has_function_privilege('public', p.oid, 'EXECUTE') AS public_exec,
+       obj_description(p.oid, 'pg_proc') IS NOT NULL AS commented
+FROM pg_proc p WHERE proname = 'snowflake_check_peers';
+
+-- A fresh install is 1.1, with the same objects.
+DROP EXTENSION snowflake;
+CREATE EXTENSION snowflake;
+SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
+SELECT p.oid::regprocedure, has_function_privilege('public', p.oid, 'EXECUTE') AS public_exec
+FROM pg_proc p WHERE proname = 'snowflake_check_peers';
+SELECT snowflake_encode(1700000000000, 7, 13, 4095);

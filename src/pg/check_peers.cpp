@@ -1,0 +1,310 @@
+// snowflake_check_peers(): the start-up check of Twitter's original service, on demand. It
+// connects to each peer with libpq (one after the other, each within its own time limit), reads
+// the peer's node ids and clock, and reports for every peer what is wrong, if anything: a node
+// pair that another server also uses, ids not set, the extension missing or not preloaded, no
+// answer, or a clock too far from this server's.
+//
+// Connections. Every connection is closed before the function returns, also when an error or a
+// cancel ends it early (PG_FINALLY). Waits go through WaitLatchOrSocket, so they are cancellable.
+// Like dblink, a caller who is not a superuser must authenticate to the peer with a password, so
+// that the server's own credentials (its .pgpass, trust or peer authentication) are not lent out.
+// The error-boundary rules are stated at the top of module.cpp.
+
+extern "C" {
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "libpq-fe.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/latch.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+
+PG_FUNCTION_INFO_V1(snowflake_check_peers);
+}
+
+#include "pg/shared_state.hpp"
+
+namespace {
+
+constexpr char kPeerQuery[] =
+    "SELECT current_setting('snowflake.datacenter_id', true), "
+    "current_setting('snowflake.machine_id', true), "
+    "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint, "
+    "EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'snowflake')";
+
+// What one peer said, or why it said nothing.
+struct PeerReport {
+    const char *peer;  // the connection string, password hidden
+    bool answered;
+    int datacenter_id;  // -1 when not set, -2 when the library is not loaded
+    int machine_id;
+    bool extension_installed;
+    int64 clock_offset_ms;
+    StringInfoData problems;
+};
+
+// The connection string as it may be shown back: every setting, the password masked.
+const char *displayable_peer(PQconninfoOption *options) {
+    StringInfoData text;
+    initStringInfo(&text);
+    for (PQconninfoOption *option = options; option->keyword != nullptr; option++) {
+        if (option->val == nullptr || option->val[0] == '\0') {
+            continue;
+        }
+        appendStringInfo(&text, "%s%s=%s", text.len > 0 ? " " : "", option->keyword,
+                         strcmp(option->keyword, "password") == 0 ? "********" : option->val);
+    }
+    return text.data;
+}
+
+// A peer may have several problems; all are reported, separated by semicolons.
+void add_problem(PeerReport *report, const char *problem) {
+    if (report->problems.len > 0) {
+        appendStringInfoString(&report->problems, "; ");
+    }
+    appendStringInfoString(&report->problems, problem);
+}
+
+// Waits for the connection's socket (or the latch, for a cancel) until the deadline; false when
+// the deadline passed.
+bool wait_for_socket(PGconn *connection, int events, TimestampTz deadline) {
+    const long remaining_ms = (deadline - GetCurrentTimestamp()) / 1000;
+    if (remaining_ms <= 0) {
+        return false;
+    }
+    (void)WaitLatchOrSocket(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH | events,
+                            PQsocket(connection), remaining_ms, PG_WAIT_EXTENSION);
+    ResetLatch(MyLatch);
+    CHECK_FOR_INTERRUPTS();
+    return true;
+}
+
+// Drives an asynchronous connection to the end; false on failure or timeout, with a problem.
+bool connect_within(PGconn *connection, TimestampTz deadline, int timeout_ms, PeerReport *report) {
+    for (;;) {
+        const PostgresPollingStatusType status = PQconnectPoll(connection);
+        if (status == PGRES_POLLING_OK) {
+            return true;
+        }
+        if (status == PGRES_POLLING_FAILED) {
+            add_problem(report, psprintf("unreachable: %s", pchomp(PQerrorMessage(connection))));
+            return false;
+        }
+        const int events =
+            status == PGRES_POLLING_READING ? WL_SOCKET_READABLE : WL_SOCKET_WRITEABLE;
+        if (!wait_for_socket(connection, events, deadline)) {
+            add_problem(report, psprintf("did not answer within %d ms", timeout_ms));
+            return false;
+        }
+    }
+}
+
+// Sends the query and reads its one row; false on failure or timeout, with a problem.
+bool query_within(PGconn *connection, TimestampTz deadline, int timeout_ms, PeerReport *report) {
+    const TimestampTz sent_us = GetCurrentTimestamp();
+    if (PQsendQuery(connection, kPeerQuery) == 0) {
+        add_problem(report, psprintf("query failed: %s", pchomp(PQerrorMessage(connection))));
+        return false;
+    }
+    while (PQisBusy(connection)) {
+        if (!wait_for_socket(connection, WL_SOCKET_READABLE, deadline)) {
+            add_problem(report, psprintf("did not answer within %d ms", timeout_ms));
+            return false;
+        }
+        if (PQconsumeInput(connection) == 0) {
+            add_problem(report, psprintf("unreachable: %s", pchomp(PQerrorMessage(connection))));
+            return false;
+        }
+    }
+    const TimestampTz received_us = GetCurrentTimestamp();
+    PGresult *result = PQgetResult(connection);
+    const bool ok = PQresultStatus(result) == PGRES_TUPLES_OK && PQntuples(result) == 1;
+    if (!ok) {
+        add_problem(report, psprintf("query failed: %s", pchomp(PQerrorMessage(connection))));
+    } else {
+        report->answered = true;
+        report->datacenter_id = PQgetisnull(result, 0, 0) ? -2 : atoi(PQgetvalue(result, 0, 0));
+        report->machine_id = PQgetisnull(result, 0, 1) ? -2 : atoi(PQgetvalue(result, 0, 1));
+        // PostgreSQL timestamps count from 2000; the peer's clock is read in Unix time.
+        const int64 peer_unix_us = strtoll(PQgetvalue(result, 0, 2), nullptr, 10);
+        const int64 local_unix_us =
+            (sent_us + received_us) / 2 +
+            (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * static_cast<int64>(USECS_PER_DAY);
+        report->clock_offset_ms = (peer_unix_us - local_unix_us) / 1000;
+        report->extension_installed = strcmp(PQgetvalue(result, 0, 3), "t") == 0;
+    }
+    PQclear(result);
+    while ((result = PQgetResult(connection)) != nullptr) {
+        PQclear(result);
+    }
+    return ok;
+}
+
+// Connects, asks, and records the answer in the report. The connection is stored in *slot as
+// soon as it exists, so that the caller closes it however this ends.
+void ask_peer(const char *conninfo, int timeout_ms, PGconn *volatile *slot, PeerReport *report) {
+    const char *keywords[] = {"dbname", "fallback_application_name", nullptr};
+    const char *values[] = {conninfo, "snowflake_check_peers", nullptr};
+    PGconn *connection = PQconnectStartParams(keywords, values, 1);
+    if (connection == nullptr) {
+        ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+    }
+    *slot = connection;
+    const TimestampTz deadline = GetCurrentTimestamp() + static_cast<int64>(timeout_ms) * 1000;
+    if (PQstatus(connection) == CONNECTION_BAD) {
+        add_problem(report, psprintf("unreachable: %s", pchomp(PQerrorMessage(connection))));
+        return;
+    }
+    if (!connect_within(connection, deadline, timeout_ms, report)) {
+        return;
+    }
+    if (!superuser() && !PQconnectionUsedPassword(connection)) {
+        add_problem(report,
+                    "not checked: a caller who is not a superuser must connect with a password");
+        return;
+    }
+    query_within(connection, deadline, timeout_ms, report);
+}
+
+// Problems that need all answers: a node pair this server or another peer also uses, ids not
+// set, the library or the extension missing, a clock too far off.
+void add_fleet_problems(PeerReport *reports, int count, int max_offset_ms) {
+    for (int i = 0; i < count; i++) {
+        PeerReport *report = &reports[i];
+        if (!report->answered) {
+            continue;
+        }
+        if (report->datacenter_id == -2 || report->machine_id == -2) {
+            add_problem(report, "snowflake is not in shared_preload_libraries");
+        } else if (report->datacenter_id < 0 || report->machine_id < 0) {
+            add_problem(report, "node ids not set");
+        }
+        if (!report->extension_installed) {
+            add_problem(report, "extension snowflake is not installed in that database");
+        }
+        if (report->datacenter_id >= 0 && report->machine_id >= 0) {
+            if (report->datacenter_id == snowflake_datacenter_id_setting &&
+                report->machine_id == snowflake_machine_id_setting) {
+                add_problem(report, "same node pair as this server");
+            }
+            for (int j = 0; j < count; j++) {
+                if (j != i && reports[j].answered &&
+                    reports[j].datacenter_id == report->datacenter_id &&
+                    reports[j].machine_id == report->machine_id) {
+                    add_problem(report, psprintf("same node pair as peer %d", j + 1));
+                }
+            }
+        }
+        if (report->clock_offset_ms > max_offset_ms || report->clock_offset_ms < -max_offset_ms) {
+            add_problem(report, psprintf("clock offset beyond %d ms", max_offset_ms));
+        }
+    }
+}
+
+// Sets up a materialized result set in the per-query context, the way every PostgreSQL version
+// from 13 on accepts it.
+Tuplestorestate *begin_result_set(FunctionCallInfo fcinfo, TupleDesc *tupdesc) {
+    auto *result_info = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
+    if (result_info == nullptr || !IsA(result_info, ReturnSetInfo) ||
+        (result_info->allowedModes & SFRM_Materialize) == 0) {
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("snowflake_check_peers() must be called in a FROM clause or as a "
+                               "set-returning function")));
+    }
+    if (get_call_result_type(fcinfo, nullptr, tupdesc) != TYPEFUNC_COMPOSITE) {
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("snowflake_check_peers() must return a composite type")));
+    }
+    MemoryContext caller_context =
+        MemoryContextSwitchTo(result_info->econtext->ecxt_per_query_memory);
+    *tupdesc = CreateTupleDescCopy(*tupdesc);
+    Tuplestorestate *store = tuplestore_begin_heap(true, false, work_mem);
+    MemoryContextSwitchTo(caller_context);
+    result_info->returnMode = SFRM_Materialize;
+    result_info->setResult = store;
+    result_info->setDesc = *tupdesc;
+    return store;
+}
+
+}  // namespace
+
+// Checks that the given servers can generate alongside this one without colliding.
+Datum snowflake_check_peers(PG_FUNCTION_ARGS) {
+    ArrayType *peers = PG_GETARG_ARRAYTYPE_P(0);
+    const int max_offset_ms = PG_GETARG_INT32(1);
+    const int timeout_ms = PG_GETARG_INT32(2);
+    if (max_offset_ms < 0 || timeout_ms <= 0) {
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("max_clock_offset_ms must be at least 0 and timeout_ms above 0")));
+    }
+    Datum *elements;
+    bool *nulls;
+    int count;
+    deconstruct_array(peers, TEXTOID, -1, false, TYPALIGN_INT, &elements, &nulls, &count);
+
+    // Every connection string is validated before any connection is made.
+    auto *reports = static_cast<PeerReport *>(palloc0(sizeof(PeerReport) * Max(count, 1)));
+    auto **conninfos = static_cast<char **>(palloc0(sizeof(char *) * Max(count, 1)));
+    for (int i = 0; i < count; i++) {
+        if (nulls[i]) {
+            ereport(ERROR,
+                    (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("peer %d is NULL", i + 1)));
+        }
+        conninfos[i] = TextDatumGetCString(elements[i]);
+        char *parse_error = nullptr;
+        PQconninfoOption *options = PQconninfoParse(conninfos[i], &parse_error);
+        if (options == nullptr) {
+            const char *message = parse_error != nullptr ? pstrdup(pchomp(parse_error)) : "";
+            PQfreemem(parse_error);
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("invalid connection string for peer %d: %s", i + 1, message),
+                            errhint("Peers are libpq connection strings, such as "
+                                    "'host=shard1 port=5432 dbname=app'.")));
+        }
+        reports[i].peer = displayable_peer(options);
+        PQconninfoFree(options);
+        reports[i].datacenter_id = -2;
+        reports[i].machine_id = -2;
+        initStringInfo(&reports[i].problems);
+    }
+
+    PGconn *volatile connection = nullptr;
+    PG_TRY();
+    {
+        for (int i = 0; i < count; i++) {
+            ask_peer(conninfos[i], timeout_ms, &connection, &reports[i]);
+            PQfinish(connection);
+            connection = nullptr;
+        }
+    }
+    PG_FINALLY();
+    {
+        if (connection != nullptr) {
+            PQfinish(connection);
+        }
+    }
+    PG_END_TRY();
+
+    add_fleet_problems(reports, count, max_offset_ms);
+    TupleDesc tupdesc;
+    Tuplestorestate *store = begin_result_set(fcinfo, &tupdesc);
+    for (int i = 0; i < count; i++) {
+        const PeerReport &report = reports[i];
+        Datum values[5] = {CStringGetTextDatum(report.peer), Int32GetDatum(report.datacenter_id),
+                           Int32GetDatum(report.machine_id), Int64GetDatum(report.clock_offset_ms),
+                           CStringGetTextDatum(report.problems.data)};
+        bool result_nulls[5] = {false, !report.answered || report.datacenter_id < 0,
+                                !report.answered || report.machine_id < 0, !report.answered,
+                                report.problems.len == 0};
+        tuplestore_putvalues(store, tupdesc, values, result_nulls);
+    }
+    return static_cast<Datum>(0);
+}
