@@ -65,6 +65,12 @@ BEGIN
 END;
 $$;
 INSERT INTO live_measurements (value) VALUES (1), (2), (3);
-SELECT tableoid::regclass AS partition, count(*) FROM live_measurements GROUP BY 1;
+-- Each row is in the partition of its own month, and that month is the current one (or, for a
+-- run that crosses midnight at the end of a month, the next).
+SELECT count(*) AS rows,
+       bool_and(tableoid = CASE WHEN date_trunc('month', snowflake_timestamp(id)) = date_trunc('month', now())
+                                THEN 'live_current'::regclass ELSE 'live_next'::regclass END) AS in_own_month,
+       bool_and(tableoid IN ('live_current'::regclass, 'live_next'::regclass)) AS current_month
+FROM live_measurements;
 
 DROP TABLE measurements, live_measurements;

@@ -23,13 +23,33 @@ EXPLAIN (COSTS OFF) SELECT count(*) FROM readings
 WHERE snowflake_timestamp(id) >= now() - interval '1 hour';
 
 -- Prepared statements, with a generic plan: the bound is a parameter of the index condition.
+-- Below a bound known only at run time, the condition is "<= snowflake_max_id()", which stays
+-- exact past 2080 where snowflake_min_id() clamps.
 PREPARE readings_since(timestamptz) AS
 SELECT count(*) FROM readings WHERE snowflake_timestamp(id) >= $1;
+PREPARE readings_before(timestamptz) AS
+SELECT count(*) FROM readings WHERE snowflake_timestamp(id) < $1;
 SET plan_cache_mode = force_generic_plan;
 EXPLAIN (COSTS OFF) EXECUTE readings_since('2025-12-01 10:00+00');
 EXECUTE readings_since('2025-12-01 10:00+00');
+EXPLAIN (COSTS OFF) EXECUTE readings_before('2025-12-01 10:00+00');
+EXECUTE readings_before('2025-12-01 10:00+00');
 RESET plan_cache_mode;
 DEALLOCATE readings_since;
+DEALLOCATE readings_before;
+
+-- The added condition calls snowflake_min_id()/snowflake_max_id(): a role that may not run them
+-- gets the plain plan, never an error the query would not raise without the rewrite.
+CREATE ROLE time_reader;
+GRANT SELECT ON readings TO time_reader;
+REVOKE EXECUTE ON FUNCTION snowflake_min_id(timestamptz) FROM PUBLIC;
+SET ROLE time_reader;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM readings WHERE snowflake_timestamp(id) >= '2025-12-01 10:00+00';
+SELECT count(*) FROM readings WHERE snowflake_timestamp(id) >= '2025-12-01 10:00+00';
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION snowflake_min_id(timestamptz) TO PUBLIC;
+REVOKE SELECT ON readings FROM time_reader;
+DROP ROLE time_reader;
 
 -- Joins: the condition lands on the column of whichever table it names; a bound that depends on
 -- another table's row is left alone.
@@ -76,10 +96,11 @@ RESET snowflake.time_predicates;
 
 -- Results are identical with the rewrite on and off, for every operator and boundary: exact
 -- milliseconds, sub-millisecond instants, the epoch, before it, the last millisecond of 2080,
--- after it, the infinities and NULL; as literals and as parameters.
+-- after it, the infinities and NULL; as literals and as parameters of a generic plan. The ids
+-- include the largest one, 9223372036854775807.
 CREATE TABLE edge_ids (id bigint PRIMARY KEY);
 INSERT INTO edge_ids
-SELECT snowflake_encode(ms, 0, node, seq)
+SELECT snowflake_encode(ms, node, node, seq)
 FROM (VALUES (1288834974657), (1288834974658), (1699999999999), (1700000000000), (1700000000001),
              (3487858230207), (3487858230208)) AS t(ms),
      (VALUES (0), (31)) AS n(node), (VALUES (0), (4095)) AS s(seq);
@@ -91,8 +112,10 @@ DECLARE
 BEGIN
     PERFORM set_config('snowflake.time_predicates', rewrite::text, true);
     IF as_parameter THEN
-        EXECUTE format('SELECT array_agg(id ORDER BY id) FROM edge_ids WHERE snowflake_timestamp(id) %s $1', op)
-            INTO result USING bound;
+        PERFORM set_config('plan_cache_mode', 'force_generic_plan', true);
+        EXECUTE format('PREPARE edge_query(timestamptz) AS SELECT array_agg(id ORDER BY id) FROM edge_ids WHERE snowflake_timestamp(id) %s $1', op);
+        EXECUTE format('EXECUTE edge_query(%L)', bound) INTO result;
+        DEALLOCATE edge_query;
     ELSE
         EXECUTE format('SELECT array_agg(id ORDER BY id) FROM edge_ids WHERE snowflake_timestamp(id) %s %L::timestamptz', op, bound)
             INTO result;

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "core/codec.hpp"
+#include "core/layout.hpp"
 
 namespace snowflake {
 
@@ -107,9 +108,9 @@ constexpr bool lease_needs_extension(int64_t now_unix_ms, int64_t mark_unix_ms) 
     return now_unix_ms + kLeaseMs / 2 > mark_unix_ms;
 }
 
-// The mark an extension at this clock reading writes.
+// The mark an extension at this clock reading writes, never past the timestamp field.
 constexpr int64_t extended_lease(int64_t now_unix_ms) noexcept {
-    return now_unix_ms + kLeaseMs;
+    return now_unix_ms < kMaxUnixMs - kLeaseMs ? now_unix_ms + kLeaseMs : kMaxUnixMs;
 }
 
 enum class ClockBehindAction : uint8_t {

@@ -34,15 +34,20 @@ PG_FUNCTION_INFO_V1(snowflake_check_peers);
 
 namespace {
 
+// The settings are read from pg_settings as integers: a placeholder (set in postgresql.conf while
+// the library is not loaded) is a string there.
 constexpr char kPeerQuery[] =
-    "SELECT current_setting('snowflake.datacenter_id', true), "
-    "current_setting('snowflake.machine_id', true), "
+    "SELECT (SELECT setting FROM pg_settings "
+    "        WHERE name = 'snowflake.datacenter_id' AND vartype = 'integer'), "
+    "(SELECT setting FROM pg_settings WHERE name = 'snowflake.machine_id' AND vartype = "
+    "'integer'), "
     "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint, "
     "EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'snowflake')";
 
 // What one peer said, or why it said nothing.
 struct PeerReport {
-    const char *peer;  // the connection string, password hidden
+    const char *peer;     // the connection string, password hidden
+    bool gives_password;  // a password in the string itself, and no passfile
     bool answered;
     int datacenter_id;  // -1 when not set, -2 when the library is not loaded
     int machine_id;
@@ -151,6 +156,12 @@ bool query_within(PGconn *connection, TimestampTz deadline, int timeout_ms, Peer
 // Connects, asks, and records the answer in the report. The connection is stored in *slot as
 // soon as it exists, so that the caller closes it however this ends.
 void ask_peer(const char *conninfo, int timeout_ms, PGconn *volatile *slot, PeerReport *report) {
+    if (!superuser() && !report->gives_password) {
+        add_problem(report,
+                    "not checked: a caller who is not a superuser must give a password in the "
+                    "connection string, and no passfile");
+        return;
+    }
     const char *keywords[] = {"dbname", "fallback_application_name", nullptr};
     const char *values[] = {conninfo, "snowflake_check_peers", nullptr};
     PGconn *connection = PQconnectStartParams(keywords, values, 1);
@@ -270,6 +281,16 @@ Datum snowflake_check_peers(PG_FUNCTION_ARGS) {
                                     "'host=shard1 port=5432 dbname=app'.")));
         }
         reports[i].peer = displayable_peer(options);
+        reports[i].gives_password = true;
+        for (PQconninfoOption *option = options; option->keyword != nullptr; option++) {
+            const bool set = option->val != nullptr && option->val[0] != '\0';
+            if (strcmp(option->keyword, "password") == 0 && !set) {
+                reports[i].gives_password = false;
+            }
+            if (strcmp(option->keyword, "passfile") == 0 && set) {
+                reports[i].gives_password = false;
+            }
+        }
         PQconninfoFree(options);
         reports[i].datacenter_id = -2;
         reports[i].machine_id = -2;

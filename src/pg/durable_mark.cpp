@@ -81,9 +81,10 @@ void adopt_mark(SnowflakeShared *shared, int64 mark_unix_ms) {
     }
 }
 
-// At a clean stop every id issued is in the state word, so the exact last timestamp replaces the
-// lease and the next start has nothing to wait out. After a crash the lease stays: the state of
-// a crashed server is not trusted.
+// When the postmaster exits normally (a fast, smart or immediate stop), every backend is gone and
+// every id issued is in the state word, so the exact last timestamp replaces the lease and the
+// next start has nothing to wait out. At a crash re-initialisation (code 1) the lease stays: the
+// memory a crashed backend could have scribbled on is not trusted.
 void save_final_mark(int code, Datum) {
     SnowflakeShared *shared = snowflake_shared;
     if (code != 0 || shared == nullptr || shared->mark_file_state != MarkFileState::kUsable) {
@@ -124,10 +125,12 @@ void redo_mark(XLogReaderState *record) {
     if (shared == nullptr || mark <= shared->durable_mark_ms.load(std::memory_order_relaxed)) {
         return;
     }
-    adopt_mark(shared, mark);
+    // The file comes first: if it cannot be written, the startup process stops (an ERROR is FATAL
+    // there) rather than replay on with a mark that a restart of this standby would forget.
     if (shared->mark_file_state == MarkFileState::kUsable) {
-        write_mark_file(mark, WARNING);
+        write_mark_file(mark, ERROR);
     }
+    adopt_mark(shared, mark);
 }
 
 // What pg_waldump and replay errors show for a record.
@@ -171,6 +174,10 @@ void snowflake_restore_durable_mark(SnowflakeShared *shared) {
         if (errno != ENOENT) {
             shared->mark_file_state = MarkFileState::kUnreadable;
             shared->mark_file_errno = errno;
+            ereport(LOG, (errcode_for_file_access(),
+                          errmsg("could not open snowflake mark file \"%s\": %m; "
+                                 "snowflake_nextval() will refuse to generate ids",
+                                 kMarkFileName)));
         }
         return;
     }
@@ -181,6 +188,11 @@ void snowflake_restore_durable_mark(SnowflakeShared *shared) {
     if (size < 0) {
         shared->mark_file_state = MarkFileState::kUnreadable;
         shared->mark_file_errno = read_errno;
+        errno = read_errno;
+        ereport(LOG, (errcode_for_file_access(),
+                      errmsg("could not read snowflake mark file \"%s\": %m; "
+                             "snowflake_nextval() will refuse to generate ids",
+                             kMarkFileName)));
         return;
     }
     const snowflake::MarkFileResult parsed =
@@ -224,11 +236,13 @@ void snowflake_extend_durable_mark(SnowflakeShared *shared, int64_t now_unix_ms,
     }
     const int64 mark = shared->durable_mark_ms.load(std::memory_order_acquire);
     if (snowflake::lease_needs_extension(now_unix_ms, mark)) {
+        // File, then WAL, then memory: a base backup that copies the old file starts from a redo
+        // point before the record, and no id under the new mark exists before both are written.
         const int64 extended = snowflake::extended_lease(now_unix_ms);
+        write_mark_file(extended, ERROR);
 #if PG_VERSION_NUM >= 150000
         log_mark(extended);
 #endif
-        write_mark_file(extended, ERROR);
         shared->durable_mark_ms.store(extended, std::memory_order_release);
     }
     LWLockRelease(shared->mark_lock);

@@ -214,8 +214,10 @@ Datum snowflake_info(PG_FUNCTION_ARGS) {
     nulls[7] = true;
     if (snowflake_shared != nullptr) {
         const snowflake::LastIssued last = snowflake::last_issued(snowflake_shared->generator);
+        // While the last timestamp is still the mark the state was raised to, nothing was issued.
         values[3] = TimestampTzGetDatum(snowflake::pg_us_from_unix_ms(last.unix_ms));
-        nulls[3] = !last.any;
+        nulls[3] = !last.any ||
+                   last.unix_ms == snowflake_shared->lease_floor_ms.load(std::memory_order_relaxed);
         values[4] = Int64GetDatum(static_cast<int64>(snowflake_total_issued_ids(snowflake_shared)));
         values[5] = Int64GetDatum(
             static_cast<int64>(snowflake_shared->sequence_waits.load(std::memory_order_relaxed)));

@@ -3,7 +3,8 @@
 //
 //     snowflake_timestamp(id) >= t   gains   id >= snowflake_min_id(t)
 //     snowflake_timestamp(id) >  t   gains   id >  snowflake_max_id(t)
-//     snowflake_timestamp(id) <  t   gains   id <  snowflake_min_id(t)
+//     snowflake_timestamp(id) <  t   gains   id <  snowflake_min_id(t)   (t a constant)
+//                                         or   id <= snowflake_max_id(t)   (t known at run time)
 //     snowflake_timestamp(id) <= t   gains   id <= snowflake_max_id(t)
 //     snowflake_timestamp(id) =  t   gains   both bounds
 //
@@ -25,7 +26,9 @@ extern "C" {
 #include "catalog/pg_language.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
+#include "utils/acl.h"
 #include "commands/defrem.h"
+#include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
@@ -37,6 +40,8 @@ extern "C" {
 #include "utils/syscache.h"
 }
 
+#include "core/codec.hpp"
+#include "core/layout.hpp"
 #include "pg/shared_state.hpp"
 
 bool snowflake_time_predicates_setting = true;
@@ -92,6 +97,16 @@ bool is_library_function(Oid function, const char *symbol) {
     }
     ReleaseSysCache(tuple);
     return matches;
+}
+
+// The caller may run the helper: the added condition must never fail where the original would
+// not.
+bool may_execute(Oid function) {
+#if PG_VERSION_NUM >= 160000
+    return object_aclcheck(ProcedureRelationId, function, GetUserId(), ACL_EXECUTE) == ACLCHECK_OK;
+#else
+    return pg_proc_aclcheck(function, GetUserId(), ACL_EXECUTE) == ACLCHECK_OK;
+#endif
 }
 
 // The range helper of the same installation (same schema) as snowflake_timestamp.
@@ -178,6 +193,23 @@ Expr *column_condition(int strategy, Var *column, Oid helper, Node *bound) {
     return reinterpret_cast<Expr *>(condition);
 }
 
+// snowflake_min_id() of an instant past July 2080 clamps to the largest id, which that id's own
+// timestamp is before, so "id < snowflake_min_id(t)" is exact only up to then. A constant is
+// checked now; a bound known only at run time gets "id <= snowflake_max_id(t)", which holds too
+// and costs at most the rows of one more millisecond.
+List *conditions_for_less_than(Var *column, Node *bound) {
+    const ExtensionFunctions &helpers = known_functions;
+    if (!IsA(bound, Const)) {
+        return list_of(column_condition(BTLessEqualStrategyNumber, column, helpers.max_id, bound));
+    }
+    auto *constant = reinterpret_cast<Const *>(bound);
+    if (!constant->constisnull && snowflake::unix_ms_ceil_from_pg_us(DatumGetTimestampTz(
+                                      constant->constvalue)) > snowflake::kMaxUnixMs) {
+        return NIL;
+    }
+    return list_of(column_condition(BTLessStrategyNumber, column, helpers.min_id, bound));
+}
+
 // The conditions on the column that one comparison implies, or NIL.
 List *column_conditions_for(Node *clause) {
     if (!IsA(clause, OpExpr)) {
@@ -204,13 +236,14 @@ List *column_conditions_for(Node *clause) {
         // t < snowflake_timestamp(id) is snowflake_timestamp(id) > t.
         strategy = BTMaxStrategyNumber + 1 - strategy;
     }
-    if (column == nullptr || !is_query_constant(bound)) {
+    const ExtensionFunctions &helpers = known_functions;
+    if (column == nullptr || !is_query_constant(bound) || !may_execute(helpers.min_id) ||
+        !may_execute(helpers.max_id)) {
         return NIL;
     }
-    const ExtensionFunctions &helpers = known_functions;
     switch (strategy) {
         case BTLessStrategyNumber:
-            return list_of(column_condition(BTLessStrategyNumber, column, helpers.min_id, bound));
+            return conditions_for_less_than(column, bound);
         case BTLessEqualStrategyNumber:
             return list_of(
                 column_condition(BTLessEqualStrategyNumber, column, helpers.max_id, bound));

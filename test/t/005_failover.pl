@@ -41,6 +41,13 @@ is( $standby->safe_psql('postgres',
         "SELECT persisted_mark >= snowflake_timestamp($primary_max) FROM snowflake_info()"),
     't', "the standby's mark, from WAL, covers the primary's ids");
 
+# A standby restarted before promotion keeps the marks it replayed, through its own mark file.
+$standby->stop('immediate');
+start_with_clock($standby, $standby_clock);
+is( $standby->safe_psql('postgres',
+        "SELECT persisted_mark >= snowflake_timestamp($primary_max) FROM snowflake_info()"),
+    't', "after a restart the standby's mark still covers the primary's ids");
+
 $primary->stop;
 $standby->promote;
 

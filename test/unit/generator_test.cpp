@@ -474,6 +474,25 @@ TEST(GeneratorTest, RaiseFloorSkipsEverySlotThroughTheMark) {
     EXPECT_EQ(word(state), before);
 }
 
+// A mark at or past the end of the field (a lease taken in its last second) must leave nothing
+// to issue, never wrap the word into the sign bit and make old timestamps look new.
+TEST(GeneratorTest, RaiseFloorPastTheFieldUsesUpEveryId) {
+    for (const int64_t mark : {kMaxUnixMs, kMaxUnixMs + 1, kMaxUnixMs + kLeaseMs, kI64Max}) {
+        GeneratorState state;
+        raise_floor(state, mark);
+        EXPECT_EQ(word(state), static_cast<uint64_t>(kMaxId) + 1) << mark;
+        EXPECT_EQ(last_issued(state).unix_ms, kMaxUnixMs) << mark;
+        const NextResult behind = next_at(state, kT, node_of(1, 1));
+        EXPECT_EQ(behind.status, NextStatus::kClockBehind) << mark;
+        EXPECT_EQ(behind.last_unix_ms, kMaxUnixMs) << mark;
+        EXPECT_EQ(next_at(state, kMaxUnixMs, node_of(31, 31)).status,
+                  NextStatus::kSequenceExhausted)
+            << mark;
+    }
+    EXPECT_EQ(extended_lease(kMaxUnixMs - 10), kMaxUnixMs);
+    EXPECT_EQ(extended_lease(kMaxUnixMs), kMaxUnixMs);
+}
+
 // The lease keeps fsyncs rare yet always ahead: extension starts half a lease before the mark.
 TEST(LeaseTest, ExtensionPolicy) {
     EXPECT_FALSE(lease_needs_extension(kT, kT + kLeaseMs));
