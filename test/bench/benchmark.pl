@@ -503,7 +503,7 @@ concurrency() if $selected{2};
 inserts() if $selected{3};
 decoding() if $selected{4};
 time_range() if $selected{5};
+core() if $selected{6};
 servers() if $selected{7};
 stop_server($data_dir);
-core() if $selected{6};
 printf "Total time: %.0f s\n", time - $started;
