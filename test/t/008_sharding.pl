@@ -70,6 +70,11 @@ CREATE SUBSCRIPTION subscription_shard$number CONNECTION '$connection'
     PUBLICATION shard_publication));
 }
 
+# Every subscription has finished its initial table sync before the writes start.
+$reporting->poll_query_until('postgres',
+    q(SELECT count(*) = 0 FROM pg_subscription_rel WHERE srsubstate NOT IN ('r', 's')))
+  or die 'the subscriptions did not finish their initial sync';
+
 # 3 x 80,000 rows directly on the shards and 60,000 through the coordinator, all at once.
 my @writers;
 for my $number (1 .. 3) {
@@ -93,6 +98,8 @@ my $total = 0;
 $total += $_->safe_psql('postgres', 'SELECT count(*) FROM events') for @shards;
 is($total, 300000, 'the shards hold 300,000 rows');
 $_->wait_for_catchup("subscription_shard" . ($_->name =~ /(\d)$/)[0]) for @shards;
+# A duplicate would stop an apply worker, and the count would never get there.
+$reporting->poll_query_until('postgres', 'SELECT count(*) FROM events', '300000');
 is($reporting->safe_psql('postgres', 'SELECT count(*) FROM events'),
     300000, 'all 300,000 rows reached the reporting server through logical replication');
 is($reporting->safe_psql('postgres', 'SELECT count(*) - count(DISTINCT id) FROM events'),
