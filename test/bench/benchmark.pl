@@ -21,6 +21,8 @@ my $work_dir = tempdir('snowflake-bench-XXXXXX', TMPDIR => 1, CLEANUP => 1);
 my $port = 54331;
 my $data_dir = "$work_dir/data";
 chomp(my $cores = `nproc`);
+# Data directories of the servers still running, stopped on the way out even if a case dies.
+my %running_servers;
 
 # Runs a command (no shell) and returns its output, stderr included; dies if it fails.
 sub run_or_die {
@@ -28,7 +30,10 @@ sub run_or_die {
     my $pid = open(my $output_fh, '-|') // die "fork: $!";
     if ($pid == 0) {
         open STDERR, '>&', \*STDOUT or die "dup: $!";
-        exec @command or die "exec $command[0]: $!";
+        { exec @command };
+        # Not die: the child must not run the END block that stops the servers.
+        print "exec $command[0]: $!\n";
+        POSIX::_exit(127);
     }
     my $output = do { local $/; <$output_fh> } // '';
     close $output_fh;
@@ -136,11 +141,20 @@ autovacuum = off
 CONF
     close $conf;
     run_or_die('pg_ctl', '-D', $directory, '-l', "$directory.log", '-w', 'start');
+    $running_servers{$directory} = 1;
     run_or_die('psql', '-X', '-q', '-h', $work_dir, '-p', $server_port, '-d', 'postgres', '-c',
         'CREATE EXTENSION snowflake');
 }
 
-sub stop_server { run_or_die('pg_ctl', '-D', $_[0], '-m', 'fast', '-w', 'stop'); }
+sub stop_server {
+    run_or_die('pg_ctl', '-D', $_[0], '-m', 'fast', '-w', 'stop');
+    delete $running_servers{ $_[0] };
+}
+
+END {
+    local $?;
+    system('pg_ctl', '-D', $_, '-m', 'immediate', '-w', 'stop') for keys %running_servers;
+}
 
 # Every client runs generating statements back to back for the given time; returns the ids each
 # client made (by client) and the elapsed seconds.
