@@ -68,17 +68,20 @@ bool write_mark_file(int64 mark_unix_ms, int elevel) {
     return durable_rename(kMarkTempFileName, kMarkFileName, elevel) == 0;
 }
 
+// Several processes may raise the same shared value; none may lower it.
+void raise_to(std::atomic<int64_t> &value, int64_t at_least) {
+    int64_t current = value.load(std::memory_order_relaxed);
+    while (current < at_least &&
+           !value.compare_exchange_weak(current, at_least, std::memory_order_release,
+                                        std::memory_order_relaxed)) {
+    }
+}
+
 // Raises the generator and the mark to at least mark_unix_ms, never lowering either.
 void adopt_mark(SnowflakeShared *shared, int64 mark_unix_ms) {
     snowflake::raise_floor(shared->generator, mark_unix_ms);
-    int64_t floor = shared->lease_floor_ms.load(std::memory_order_relaxed);
-    while (floor < mark_unix_ms &&
-           !shared->lease_floor_ms.compare_exchange_weak(floor, mark_unix_ms)) {
-    }
-    int64_t mark = shared->durable_mark_ms.load(std::memory_order_relaxed);
-    while (mark < mark_unix_ms && !shared->durable_mark_ms.compare_exchange_weak(
-                                      mark, mark_unix_ms, std::memory_order_release)) {
-    }
+    raise_to(shared->lease_floor_ms, mark_unix_ms);
+    raise_to(shared->durable_mark_ms, mark_unix_ms);
 }
 
 // When the postmaster exits normally (a fast, smart or immediate stop), every backend is gone and

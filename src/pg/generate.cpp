@@ -27,11 +27,16 @@ PG_FUNCTION_INFO_V1(snowflake_info);
 
 namespace {
 
-// The wall clock in Unix milliseconds; clock_gettime is what libfaketime moves in the tests.
-int64 wall_clock_unix_ms() {
+// The wall clock in Unix microseconds; clock_gettime is what libfaketime moves in the tests.
+int64 wall_clock_unix_us() {
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
-    return static_cast<int64>(now.tv_sec) * 1000 + now.tv_nsec / 1000000;
+    return static_cast<int64>(now.tv_sec) * 1000000 + now.tv_nsec / 1000;
+}
+
+// The generator's clock: the same reading, in the milliseconds of the id layout.
+int64 wall_clock_unix_ms() {
+    return wall_clock_unix_us() / 1000;
 }
 
 // Only a preloaded library has the shared generator; anything else gets the line to add.
@@ -87,9 +92,7 @@ constexpr int64 kSpinWindowUs = 150;
 
 void wait_for_clock_to_leave(int64 exhausted_unix_ms) {
     for (;;) {
-        struct timespec now;
-        clock_gettime(CLOCK_REALTIME, &now);
-        const int64 now_us = static_cast<int64>(now.tv_sec) * 1000000 + now.tv_nsec / 1000;
+        const int64 now_us = wall_clock_unix_us();
         if (now_us / 1000 != exhausted_unix_ms) {
             return;
         }

@@ -66,6 +66,26 @@ Parts issue(GeneratorState &state, int64_t now, Node node, int64_t *id_out = nul
     return d.parts;
 }
 
+// Issues all 4,096 ids of one millisecond and checks each: that millisecond, the node's fields,
+// the next sequence number, above the id before. The last id goes to *last_id.
+void issue_whole_millisecond(GeneratorState &state, int64_t unix_ms, int32_t dc, int32_t m,
+                             int64_t *last_id) {
+    const Node node = node_of(dc, m);
+    int64_t previous = -1;
+    for (int i = 0; i < kIdsPerMs; ++i) {
+        int64_t id = 0;
+        const Parts p = issue(state, unix_ms, node, &id);
+        ASSERT_GT(id, previous);
+        ASSERT_EQ(id & (int64_t{0x3FF} << 12), node.bits) << dc << "/" << m;
+        ASSERT_EQ(p.unix_ms, unix_ms);
+        ASSERT_EQ(p.sequence, i);
+        ASSERT_EQ(p.datacenter_id, dc);
+        ASSERT_EQ(p.machine_id, m);
+        previous = id;
+    }
+    *last_id = previous;
+}
+
 // A node with an out-of-range id would OR garbage into other fields of every id it issues.
 TEST(MakeNodeTest, RejectsBadIds) {
     EXPECT_EQ(make_node(-1, 0).status, CodecStatus::kDatacenterIdOutOfRange);
@@ -108,16 +128,7 @@ TEST(GeneratorTest, StandingClockCountsThenExhausts) {
     GeneratorState state;
     const Node node = node_of(7, 13);
     int64_t previous = -1;
-    for (int i = 0; i < kIdsPerMs; ++i) {
-        int64_t id = 0;
-        const Parts p = issue(state, kT, node, &id);
-        ASSERT_EQ(p.unix_ms, kT);
-        ASSERT_EQ(p.sequence, i);
-        ASSERT_EQ(p.datacenter_id, 7);
-        ASSERT_EQ(p.machine_id, 13);
-        ASSERT_GT(id, previous);
-        previous = id;
-    }
+    ASSERT_NO_FATAL_FAILURE(issue_whole_millisecond(state, kT, 7, 13, &previous));
     EXPECT_EQ(previous, encode({kT, 7, 13, 4095}).id);
 
     const uint64_t before = word(state);
@@ -277,14 +288,7 @@ TEST(GeneratorTest, LastMillisecondOfTheField) {
     GeneratorState state;
     const Node node = node_of(31, 31);
     int64_t previous = -1;
-    for (int i = 0; i < kIdsPerMs; ++i) {
-        int64_t id = 0;
-        const Parts p = issue(state, kMaxUnixMs, node, &id);
-        ASSERT_GT(id, previous);
-        ASSERT_EQ(p.unix_ms, kMaxUnixMs);
-        ASSERT_EQ(p.sequence, i);
-        previous = id;
-    }
+    ASSERT_NO_FATAL_FAILURE(issue_whole_millisecond(state, kMaxUnixMs, 31, 31, &previous));
     EXPECT_EQ(previous, kMaxId);
     const uint64_t before = word(state);
     EXPECT_EQ(next_at(state, kMaxUnixMs, node).status, NextStatus::kSequenceExhausted);
@@ -330,16 +334,9 @@ TEST(GeneratorTest, NodeBitsInEveryId) {
     const std::pair<int32_t, int32_t> nodes[] = {{0, 0}, {0, 31}, {31, 0}, {31, 31}, {17, 5}};
     for (const auto &[dc, m] : nodes) {
         GeneratorState state;
-        const Node node = node_of(dc, m);
         for (int64_t ms = 0; ms < 3; ++ms) {
-            for (int i = 0; i < kIdsPerMs; ++i) {
-                const NextResult r = next_at(state, kT + ms, node);
-                ASSERT_EQ(r.status, NextStatus::kIssued);
-                ASSERT_EQ(r.id & (int64_t{0x3FF} << 12), node.bits) << dc << "/" << m;
-                const Parts p = decode(r.id).parts;
-                ASSERT_EQ(p.datacenter_id, dc);
-                ASSERT_EQ(p.machine_id, m);
-            }
+            int64_t last = 0;
+            ASSERT_NO_FATAL_FAILURE(issue_whole_millisecond(state, kT + ms, dc, m, &last));
         }
     }
 }
@@ -508,9 +505,8 @@ TEST(LeaseTest, ExtensionPolicy) {
 TEST(GeneratorTest, RefusalsReadTheClockOnce) {
     GeneratorState state;
     const Node node = node_of(4, 4);
-    for (int i = 0; i < kIdsPerMs; ++i) {
-        issue(state, kT, node);
-    }
+    int64_t last = 0;
+    ASSERT_NO_FATAL_FAILURE(issue_whole_millisecond(state, kT, 4, 4, &last));
     for (const int64_t now : {kT, kT - 1, kEpochUnixMs - 1, kMaxUnixMs + 1}) {
         FakeClock clock{now};
         const NextResult r = next_id(state, node, kNoLimit, clock);
