@@ -12,7 +12,8 @@ OBJS = \
 	src/pg/generate.o \
 	src/pg/module.o \
 	src/pg/time_predicates.o
-DATA = src/sql/snowflake--1.0.sql src/sql/snowflake--1.0--1.1.sql
+DATA = src/sql/snowflake--1.0.sql src/sql/snowflake--1.0--1.1.sql \
+	src/sql/snowflake--1.1--1.2.sql
 PGFILEDESC = "snowflake - Twitter-layout Snowflake ids"
 
 # pg_regress, pg_isolation_regress and prove each start their own throwaway servers.
@@ -43,6 +44,10 @@ include $(PGXS)
 
 # The LLVM bitcode for JIT inlining is compiled by clang from the same sources and flags.
 BITCODE_CXXFLAGS += $(SNOWFLAKE_CXXFLAGS)
+
+# Every object is rebuilt when a header changes: the shared-memory struct's layout must agree
+# across all of them.
+$(OBJS) $(OBJS:.o=.bc): $(wildcard src/core/*.hpp src/pg/*.hpp)
 
 CORE_SOURCES = src/core/codec.cpp src/core/generator.cpp src/core/mark_file.cpp
 CORE_HEADERS = $(wildcard src/core/*.hpp)

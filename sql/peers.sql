@@ -1,4 +1,5 @@
--- Version 1.1: snowflake_check_peers(), the upgrade from 1.0, and a fresh 1.1 install.
+-- snowflake_check_peers() (version 1.1, refusing an empty check since 1.2), the upgrades from 1.0,
+-- and a fresh install.
 CREATE EXTENSION IF NOT EXISTS snowflake;
 
 -- This server, reached through its own socket, shares its own node pair; the problem says so.
@@ -14,18 +15,24 @@ FROM snowflake_check_peers(ARRAY[:'self', :'self']);
 SELECT problem FROM snowflake_check_peers(ARRAY[:'self' || ' dbname=template1']);
 SELECT peer, datacenter_id IS NULL AS no_ids, problem
 FROM snowflake_check_peers(ARRAY['host=/nonexistent port=1']);
--- A password is never shown back.
-SELECT peer FROM snowflake_check_peers(ARRAY['host=/nonexistent port=1 password=secret']);
+-- No secret is ever shown back: every option libpq marks as secret is masked.
+SELECT peer FROM snowflake_check_peers(
+    ARRAY['host=/nonexistent port=1 password=secret sslpassword=KeyPass42']);
+-- A malformed URI: libpq's parse error would quote the password, so it is not shown.
+SELECT * FROM snowflake_check_peers(ARRAY['postgresql://app:p%zzword@127.0.0.1:5802/postgres']);
 -- Within the threshold, the clock is no problem.
 SELECT count(*) FROM snowflake_check_peers(ARRAY[:'self'], 60000, 5000) WHERE problem LIKE '%clock%';
-SELECT count(*) FROM snowflake_check_peers('{}');
 
 -- Bad arguments are errors, before any connection is made.
 SELECT * FROM snowflake_check_peers(ARRAY['host=x port']);
 SELECT * FROM snowflake_check_peers(ARRAY[:'self', NULL]);
 SELECT * FROM snowflake_check_peers(ARRAY[:'self'], -1);
 SELECT * FROM snowflake_check_peers(ARRAY[:'self'], 10000, 0);
-SELECT count(*) AS rows_for_null FROM snowflake_check_peers(NULL);
+-- A check of nothing would pass unnoticed: a NULL or empty list, or a NULL setting, is an error.
+SELECT count(*) FROM snowflake_check_peers(NULL);
+SELECT count(*) FROM snowflake_check_peers('{}');
+SELECT count(*) FROM snowflake_check_peers(ARRAY[:'self'], NULL);
+SELECT count(*) FROM snowflake_check_peers(ARRAY[:'self'], 10000, NULL);
 
 -- Only roles granted it may run it; a role that is not a superuser must use a password.
 CREATE ROLE peer_checker;
@@ -39,22 +46,30 @@ RESET ROLE;
 REVOKE EXECUTE ON FUNCTION snowflake_check_peers(text[], integer, integer) FROM peer_checker;
 DROP ROLE peer_checker;
 
--- From 1.0 to 1.1 with ALTER EXTENSION ... UPDATE.
+-- From 1.0 through every version script with ALTER EXTENSION ... UPDATE.
 DROP EXTENSION snowflake;
 CREATE EXTENSION snowflake VERSION '1.0';
 SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
 SELECT count(*) AS check_peers_in_1_0 FROM pg_proc WHERE proname = 'snowflake_check_peers';
-ALTER EXTENSION snowflake UPDATE;
+ALTER EXTENSION snowflake UPDATE TO '1.1';
 SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
-SELECT p.oid::regprocedure, pg_get_function_result(p.oid),
+SELECT p.oid::regprocedure, pg_get_function_result(p.oid), p.proisstrict,
        has_function_privilege('public', p.oid, 'EXECUTE') AS public_exec,
        obj_description(p.oid, 'pg_proc') IS NOT NULL AS commented
 FROM pg_proc p WHERE proname = 'snowflake_check_peers';
+ALTER EXTENSION snowflake UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
+SELECT p.oid::regprocedure, p.proisstrict,
+       has_function_privilege('public', p.oid, 'EXECUTE') AS public_exec,
+       obj_description(p.oid, 'pg_proc') LIKE '%empty list is an error' AS commented_1_2
+FROM pg_proc p WHERE proname = 'snowflake_check_peers';
+SELECT count(*) FROM snowflake_check_peers('{}');
 
--- A fresh install is 1.1, with the same objects.
+-- A fresh install is 1.2, with the same objects.
 DROP EXTENSION snowflake;
 CREATE EXTENSION snowflake;
 SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
-SELECT p.oid::regprocedure, has_function_privilege('public', p.oid, 'EXECUTE') AS public_exec
+SELECT p.oid::regprocedure, p.proisstrict,
+       has_function_privilege('public', p.oid, 'EXECUTE') AS public_exec
 FROM pg_proc p WHERE proname = 'snowflake_check_peers';
 SELECT snowflake_encode(1700000000000, 7, 13, 4095);

@@ -48,8 +48,56 @@ EXPLAIN (COSTS OFF) SELECT count(*) FROM readings WHERE snowflake_timestamp(id) 
 SELECT count(*) FROM readings WHERE snowflake_timestamp(id) >= '2025-12-01 10:00+00';
 RESET ROLE;
 GRANT EXECUTE ON FUNCTION snowflake_min_id(timestamptz) TO PUBLIC;
-REVOKE SELECT ON readings FROM time_reader;
-DROP ROLE time_reader;
+
+-- A plan cached under a role that may run the helpers is planned anew for one that may not: a
+-- generic plan of PREPARE, and a PL/pgSQL function's plan, each first run as time_writer.
+CREATE ROLE time_writer;
+GRANT SELECT ON readings TO time_writer;
+REVOKE EXECUTE ON FUNCTION snowflake_min_id(timestamptz), snowflake_max_id(timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION snowflake_min_id(timestamptz), snowflake_max_id(timestamptz) TO time_writer;
+CREATE FUNCTION readings_since_fn(since timestamptz) RETURNS bigint LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN (SELECT count(*) FROM readings WHERE snowflake_timestamp(id) >= since);
+END $$;
+SET plan_cache_mode = force_generic_plan;
+SET ROLE time_writer;
+PREPARE readings_since(timestamptz) AS
+SELECT count(*) FROM readings WHERE snowflake_timestamp(id) >= $1;
+EXPLAIN (COSTS OFF) EXECUTE readings_since('2025-12-01 10:00+00');
+EXECUTE readings_since('2025-12-01 10:00+00');
+SELECT readings_since_fn('2025-12-01 10:00+00');
+SET ROLE time_reader;
+EXPLAIN (COSTS OFF) EXECUTE readings_since('2025-12-01 10:00+00');
+EXECUTE readings_since('2025-12-01 10:00+00');
+SELECT readings_since_fn('2025-12-01 10:00+00');
+SET ROLE time_writer;
+EXECUTE readings_since('2025-12-01 10:00+00');
+RESET ROLE;
+RESET plan_cache_mode;
+DEALLOCATE readings_since;
+DROP FUNCTION readings_since_fn(timestamptz);
+GRANT EXECUTE ON FUNCTION snowflake_min_id(timestamptz), snowflake_max_id(timestamptz) TO PUBLIC;
+REVOKE EXECUTE ON FUNCTION snowflake_min_id(timestamptz), snowflake_max_id(timestamptz) FROM time_writer;
+REVOKE SELECT ON readings FROM time_reader, time_writer;
+DROP ROLE time_reader, time_writer;
+
+-- A bound that can fail is evaluated once when the plan starts, even where no row would reach
+-- the original comparison: a bad text value of a generic plan's parameter fails with the rewrite
+-- (22007) on an empty table, where without it the query returns 0. See README "Time predicates".
+CREATE TABLE no_readings (id bigint PRIMARY KEY);
+SET plan_cache_mode = force_generic_plan;
+PREPARE none_since(text) AS
+SELECT count(*) FROM no_readings WHERE snowflake_timestamp(id) >= $1::timestamptz;
+EXECUTE none_since('not a time');
+DEALLOCATE none_since;
+SET snowflake.time_predicates = off;
+PREPARE none_since(text) AS
+SELECT count(*) FROM no_readings WHERE snowflake_timestamp(id) >= $1::timestamptz;
+EXECUTE none_since('not a time');
+DEALLOCATE none_since;
+RESET snowflake.time_predicates;
+RESET plan_cache_mode;
+DROP TABLE no_readings;
 
 -- Joins: the condition lands on the column of whichever table it names; a bound that depends on
 -- another table's row is left alone.
@@ -144,5 +192,15 @@ SELECT b.label, o.op,
 FROM bounds b, (VALUES ('<'), ('<='), ('='), ('>='), ('>')) AS o(op)
 ORDER BY b.label, o.op;
 
+-- A helper dropped from under the hook is looked up again, not called by a stale OID: the query
+-- then goes without the added condition, in the same session that cached the functions.
+EXPLAIN (COSTS OFF) SELECT count(*) FROM readings WHERE snowflake_timestamp(id) >= '2025-12-01 10:00+00';
+ALTER EXTENSION snowflake DROP FUNCTION snowflake_min_id(timestamptz);
+DROP FUNCTION snowflake_min_id(timestamptz);
+EXPLAIN (COSTS OFF) SELECT count(*) FROM readings WHERE snowflake_timestamp(id) >= '2025-12-01 10:00+00';
+SELECT count(*) FROM readings WHERE snowflake_timestamp(id) >= '2025-12-01 10:00+00';
+
 RESET enable_seqscan;
 DROP TABLE readings, sensors, edge_ids;
+DROP EXTENSION snowflake;
+CREATE EXTENSION snowflake;

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/layout.hpp"
+
 namespace snowflake {
 
 namespace {
@@ -82,6 +84,10 @@ MarkFileResult parse_mark_file(const char *bytes, size_t size) noexcept {
     }
     if (stored != crc32c(bytes, body_size)) {
         return {MarkFileStatus::kChecksumMismatch, 0};
+    }
+    // Every mark written is a timestamp of the layout; anything else would wrap the generator.
+    if (mark < kEpochUnixMs || mark > kMaxUnixMs) {
+        return {MarkFileStatus::kOutOfRange, 0};
     }
     return {MarkFileStatus::kOk, mark};
 }

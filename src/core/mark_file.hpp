@@ -19,6 +19,7 @@ enum class MarkFileStatus : uint8_t {
     kOk,
     kMalformed,         // not the layout this version writes
     kChecksumMismatch,  // the layout is right but the checksum does not match: damaged
+    kOutOfRange,        // checksum right, but the mark is no timestamp an id can carry
 };
 
 struct MarkFileResult {
@@ -32,7 +33,7 @@ uint32_t crc32c(const char *bytes, size_t size) noexcept;
 // The exact bytes written for a mark.
 MarkFileText format_mark_file(int64_t mark_unix_ms) noexcept;
 
-// Accepts only what format_mark_file writes, byte for byte.
+// Accepts only what format_mark_file writes, byte for byte, for a mark within the layout's range.
 MarkFileResult parse_mark_file(const char *bytes, size_t size) noexcept;
 
 static_assert(std::is_trivially_destructible_v<MarkFileText> &&

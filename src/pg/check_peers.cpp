@@ -35,14 +35,19 @@ PG_FUNCTION_INFO_V1(snowflake_check_peers);
 namespace {
 
 // The settings are read from pg_settings as integers: a placeholder (set in postgresql.conf while
-// the library is not loaded) is a string there.
+// the library is not loaded) is a string there. Every name and operator is qualified, so that a
+// search_path in the connection string cannot change what the query reads.
 constexpr char kPeerQuery[] =
-    "SELECT (SELECT setting FROM pg_settings "
-    "        WHERE name = 'snowflake.datacenter_id' AND vartype = 'integer'), "
-    "(SELECT setting FROM pg_settings WHERE name = 'snowflake.machine_id' AND vartype = "
-    "'integer'), "
-    "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint, "
-    "EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'snowflake')";
+    "SELECT (SELECT s.setting FROM pg_catalog.pg_settings s "
+    "        WHERE s.name OPERATOR(pg_catalog.=) 'snowflake.datacenter_id' "
+    "          AND s.vartype OPERATOR(pg_catalog.=) 'integer'), "
+    "(SELECT s.setting FROM pg_catalog.pg_settings s "
+    "  WHERE s.name OPERATOR(pg_catalog.=) 'snowflake.machine_id' "
+    "    AND s.vartype OPERATOR(pg_catalog.=) 'integer'), "
+    "(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) "
+    " OPERATOR(pg_catalog.*) 1000000)::bigint, "
+    "EXISTS (SELECT 1 FROM pg_catalog.pg_extension e "
+    "        WHERE e.extname OPERATOR(pg_catalog.=) 'snowflake')";
 
 // What one peer said, or why it said nothing.
 struct PeerReport {
@@ -56,7 +61,8 @@ struct PeerReport {
     StringInfoData problems;
 };
 
-// The connection string as it may be shown back: every setting, the password masked.
+// The connection string as it may be shown back: every setting, each one that libpq marks as
+// secret (password, sslpassword, and any a later libpq adds) masked.
 const char *displayable_peer(PQconninfoOption *options) {
     StringInfoData text;
     initStringInfo(&text);
@@ -64,8 +70,9 @@ const char *displayable_peer(PQconninfoOption *options) {
         if (option->val == nullptr || option->val[0] == '\0') {
             continue;
         }
+        const bool secret = option->dispchar != nullptr && option->dispchar[0] == '*';
         appendStringInfo(&text, "%s%s=%s", text.len > 0 ? " " : "", option->keyword,
-                         strcmp(option->keyword, "password") == 0 ? "********" : option->val);
+                         secret ? "********" : option->val);
     }
     return text.data;
 }
@@ -112,6 +119,29 @@ bool connect_within(PGconn *connection, TimestampTz deadline, int timeout_ms, Pe
     }
 }
 
+// Why the peer's answer is not the one row of four columns the query asks for, or null.
+const char *answer_failure(PGconn *connection, const PGresult *result) {
+    if (result == nullptr) {
+        const char *message = pchomp(PQerrorMessage(connection));
+        return message[0] != '\0' ? message : "the peer sent no result";
+    }
+    if (PQresultStatus(result) != PGRES_TUPLES_OK) {
+        const char *message = pchomp(PQresultErrorMessage(result));
+        return message[0] != '\0'
+                   ? message
+                   : psprintf("the peer answered %s", PQresStatus(PQresultStatus(result)));
+    }
+    const int rows = PQntuples(result);
+    const int columns = PQnfields(result);
+    if (rows != 1 || columns != 4) {
+        return psprintf(
+            "the peer answered %d row%s of %d column%s, where this check expects 1 "
+            "row of 4; is it a PostgreSQL server?",
+            rows, rows == 1 ? "" : "s", columns, columns == 1 ? "" : "s");
+    }
+    return nullptr;
+}
+
 // Sends the query and reads its one row; false on failure or timeout, with a problem.
 bool query_within(PGconn *connection, TimestampTz deadline, int timeout_ms, PeerReport *report) {
     const TimestampTz sent_us = GetCurrentTimestamp();
@@ -131,9 +161,10 @@ bool query_within(PGconn *connection, TimestampTz deadline, int timeout_ms, Peer
     }
     const TimestampTz received_us = GetCurrentTimestamp();
     PGresult *result = PQgetResult(connection);
-    const bool ok = PQresultStatus(result) == PGRES_TUPLES_OK && PQntuples(result) == 1;
+    const char *failure = answer_failure(connection, result);
+    const bool ok = failure == nullptr;
     if (!ok) {
-        add_problem(report, psprintf("query failed: %s", pchomp(PQerrorMessage(connection))));
+        add_problem(report, psprintf("query failed: %s", failure));
     } else {
         report->answered = true;
         report->datacenter_id = PQgetisnull(result, 0, 0) ? -2 : atoi(PQgetvalue(result, 0, 0));
@@ -247,8 +278,19 @@ Tuplestorestate *begin_result_set(FunctionCallInfo fcinfo, TupleDesc *tupdesc) {
 
 }  // namespace
 
-// Checks that the given servers can generate alongside this one without colliding.
+// Checks that the given servers can generate alongside this one without colliding. A check of
+// nothing would pass, so a missing or empty list is an error, not an empty result.
 Datum snowflake_check_peers(PG_FUNCTION_ARGS) {
+    const char *argument_names[] = {"peers", "max_clock_offset_ms", "timeout_ms"};
+    for (int i = 0; i < PG_NARGS(); i++) {
+        if (PG_ARGISNULL(i)) {
+            ereport(ERROR,
+                    (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+                     errmsg("%s of snowflake_check_peers() must not be NULL", argument_names[i]),
+                     errhint("List the connection strings of every other server that generates "
+                             "ids, such as ARRAY['host=shard1 port=5432 dbname=app'].")));
+        }
+    }
     ArrayType *peers = PG_GETARG_ARRAYTYPE_P(0);
     const int max_offset_ms = PG_GETARG_INT32(1);
     const int timeout_ms = PG_GETARG_INT32(2);
@@ -260,6 +302,14 @@ Datum snowflake_check_peers(PG_FUNCTION_ARGS) {
     bool *nulls;
     int count;
     deconstruct_array(peers, TEXTOID, -1, false, TYPALIGN_INT, &elements, &nulls, &count);
+    if (count == 0) {
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                 errmsg("the list of peers of snowflake_check_peers() is empty"),
+                 errdetail("A check of no server finds no problem, and would pass unnoticed."),
+                 errhint("List the connection strings of every other server that generates ids, "
+                         "such as ARRAY['host=shard1 port=5432 dbname=app'].")));
+    }
 
     // Every connection string is validated before any connection is made.
     auto *reports = static_cast<PeerReport *>(palloc0(sizeof(PeerReport) * Max(count, 1)));
@@ -273,12 +323,17 @@ Datum snowflake_check_peers(PG_FUNCTION_ARGS) {
         char *parse_error = nullptr;
         PQconninfoOption *options = PQconninfoParse(conninfos[i], &parse_error);
         if (options == nullptr) {
-            const char *message = parse_error != nullptr ? pstrdup(pchomp(parse_error)) : "";
+            // libpq's message quotes the string, password and all: it is never shown or logged.
             PQfreemem(parse_error);
-            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                            errmsg("invalid connection string for peer %d: %s", i + 1, message),
-                            errhint("Peers are libpq connection strings, such as "
-                                    "'host=shard1 port=5432 dbname=app'.")));
+            ereport(ERROR,
+                    (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                     errmsg("invalid connection string for peer %d", i + 1),
+                     errdetail("libpq cannot parse it; its own message is not shown, since it may "
+                               "quote a password from the string."),
+                     errhint("Peers are libpq connection strings, such as "
+                             "'host=shard1 port=5432 dbname=app' or "
+                             "'postgresql://user@shard1:5432/app'; in a URI, write a %% in a "
+                             "password as %%25.")));
         }
         reports[i].peer = displayable_peer(options);
         reports[i].gives_password = true;

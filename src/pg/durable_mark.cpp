@@ -2,14 +2,18 @@
 // directory and in WAL, so that neither a restart, nor a crash, nor a failover reissues an id.
 //
 // Locking. mark_lock (one LWLock of the "snowflake" tranche) serialises extensions: only its
-// holder writes the WAL record and the file, then publishes the new mark in shared memory with a
-// release store. Generating backends only load the mark; they proceed without the lock while the
-// clock is below it, so the fsync of an extension is never on the path of other backends' ids.
-// WAL replay (the startup process) and the postmaster's final write run when no backend
-// generates. The error-boundary rules are stated at the top of module.cpp.
+// holder writes the file and the WAL record, flushes that record (so that walsenders ship it) and
+// records it as the logged mark. Publishing a logged mark as durable_mark_ms, the limit every
+// generating backend loads, happens outside the lock: at once without synchronous standbys, or
+// once they have flushed the record, so that a wait for a standby never holds the lock (whose
+// waiters could not be cancelled). Generating backends proceed without the lock while the clock
+// is below the published mark, so the fsyncs of an extension are never on the path of other
+// backends' ids. WAL replay (the startup process) and the postmaster's final write run when no
+// backend generates. The error-boundary rules are stated at the top of module.cpp.
 
 #include <cerrno>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 extern "C" {
@@ -19,7 +23,9 @@ extern "C" {
 #include "miscadmin.h"
 #include "storage/fd.h"
 #include "storage/ipc.h"
+#include "storage/latch.h"
 #include "storage/lwlock.h"
+#include "utils/wait_event.h"
 #if PG_VERSION_NUM >= 150000
 #include "access/xlog_internal.h"
 #include "access/xloginsert.h"
@@ -32,6 +38,7 @@ extern "C" {
 
 #include "core/generator.hpp"
 #include "core/mark_file.hpp"
+#include "pg/compat.hpp"
 #include "pg/shared_state.hpp"
 
 namespace {
@@ -39,10 +46,18 @@ namespace {
 constexpr char kMarkTempFileName[] = "snowflake_mark.tmp";
 
 // Writes the mark to a temporary file and renames it into place; durable_rename fsyncs the file
-// and the directory. Returns false after reporting at elevel, when elevel lets it return.
+// and the directory. The temporary file is created anew, so that whatever stood at its name (a
+// FIFO would block the open for ever) is replaced or reported. Returns false after reporting at
+// elevel, when elevel lets it return.
 bool write_mark_file(int64 mark_unix_ms, int elevel) {
     const snowflake::MarkFileText text = snowflake::format_mark_file(mark_unix_ms);
-    const int fd = OpenTransientFile(kMarkTempFileName, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
+    if (unlink(kMarkTempFileName) != 0 && errno != ENOENT) {
+        ereport(elevel,
+                (errcode_for_file_access(),
+                 errmsg("could not remove snowflake mark file \"%s\": %m", kMarkTempFileName)));
+        return false;
+    }
+    const int fd = OpenTransientFile(kMarkTempFileName, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY);
     if (fd < 0) {
         ereport(elevel,
                 (errcode_for_file_access(),
@@ -82,6 +97,17 @@ void adopt_mark(SnowflakeShared *shared, int64 mark_unix_ms) {
     snowflake::raise_floor(shared->generator, mark_unix_ms);
     raise_to(shared->lease_floor_ms, mark_unix_ms);
     raise_to(shared->durable_mark_ms, mark_unix_ms);
+}
+
+// Refuses generation for a mark file that exists but cannot be read, and says why in the log.
+void record_unreadable_mark_file(SnowflakeShared *shared, int file_errno) {
+    shared->mark_file_state = MarkFileState::kUnreadable;
+    shared->mark_file_errno = file_errno;
+    errno = file_errno;
+    ereport(LOG, (errcode_for_file_access(),
+                  errmsg("could not read snowflake mark file \"%s\": %m; snowflake_nextval() "
+                         "will refuse to generate ids",
+                         kMarkFileName)));
 }
 
 // When the postmaster exits normally (a fast, smart or immediate stop), every backend is gone and
@@ -150,15 +176,65 @@ RmgrData snowflake_rmgr = {
     "snowflake", redo_mark, describe_mark, identify_mark, nullptr, nullptr, nullptr, nullptr,
 };
 
-// Logged before the mark is used, so that any WAL carrying an id under it also carries the mark.
-void log_mark(int64 mark_unix_ms) {
+// Logged and flushed before the mark is used: walsenders ship only flushed WAL, so a record left
+// in the WAL buffers (while one long statement generates and nothing commits) would never reach a
+// standby, which after a failover would reissue the ids under it. Returns the record's end.
+XLogRecPtr log_mark(int64 mark_unix_ms) {
     MarkRecord mark_record{mark_unix_ms};
     XLogBeginInsert();
     XLogRegisterData(reinterpret_cast<char *>(&mark_record), sizeof(mark_record));
-    XLogInsert(kSnowflakeRmgrId, kXlogMark);
+    const XLogRecPtr end = XLogInsert(kSnowflakeRmgrId, kXlogMark);
+    XLogFlush(end);
+    return end;
+}
+
+#else
+
+// No WAL record before PostgreSQL 15: nothing for a standby to flush.
+XLogRecPtr log_mark(int64) {
+    return InvalidXLogRecPtr;
 }
 
 #endif
+
+// Whether the synchronous standbys, if synchronous_standby_names names any, have flushed the WAL
+// up to lsn. Then a failover to one of them cannot reissue an id under the mark of that record.
+bool standbys_have(XLogRecPtr lsn) {
+    return lsn == InvalidXLogRecPtr || !snowflake_synchronous_standbys_defined() ||
+           snowflake_synchronous_standbys_flushed_lsn() >= lsn;
+}
+
+// Walsenders wake only the waiters in their own queue, which is for commits; this wait polls
+// instead, backing off to kSynchronousPollMaxMs, and a cancel or statement_timeout ends it with
+// an error before any id under the new mark is issued.
+constexpr long kSynchronousPollMaxMs = 16;
+
+void wait_for_synchronous_standbys(XLogRecPtr lsn) {
+    long poll_ms = 1;
+    while (!standbys_have(lsn)) {
+        (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, poll_ms,
+                        PG_WAIT_EXTENSION);
+        ResetLatch(MyLatch);
+        CHECK_FOR_INTERRUPTS();
+        poll_ms = Min(poll_ms * 2, kSynchronousPollMaxMs);
+    }
+}
+
+// Makes the logged mark the limit of issued timestamps once the synchronous standbys have it;
+// with wait false it gives up instead of waiting for them, and a later call publishes it.
+void publish_logged_mark(SnowflakeShared *shared, bool wait) {
+    const int64 logged = shared->logged_mark_ms.load(std::memory_order_acquire);
+    // Loaded after the mark: if another extension came in between, this is a later record's end,
+    // which covers the mark too.
+    const XLogRecPtr lsn = shared->logged_mark_lsn.load(std::memory_order_relaxed);
+    if (!standbys_have(lsn)) {
+        if (!wait) {
+            return;
+        }
+        wait_for_synchronous_standbys(lsn);
+    }
+    raise_to(shared->durable_mark_ms, logged);
+}
 
 }  // namespace
 
@@ -172,16 +248,25 @@ void snowflake_restore_durable_mark(SnowflakeShared *shared) {
     if (!IsUnderPostmaster) {
         on_shmem_exit(save_final_mark, 0);
     }
-    const int fd = OpenTransientFile(kMarkFileName, O_RDONLY | PG_BINARY);
-    if (fd < 0) {
+    // lstat first: opening a FIFO would block the postmaster for ever, and a symbolic link (even
+    // a dangling one) is not what this extension writes.
+    struct stat status;
+    if (lstat(kMarkFileName, &status) != 0) {
         if (errno != ENOENT) {
-            shared->mark_file_state = MarkFileState::kUnreadable;
-            shared->mark_file_errno = errno;
-            ereport(LOG, (errcode_for_file_access(),
-                          errmsg("could not open snowflake mark file \"%s\": %m; "
-                                 "snowflake_nextval() will refuse to generate ids",
-                                 kMarkFileName)));
+            record_unreadable_mark_file(shared, errno);
         }
+        return;
+    }
+    if (!S_ISREG(status.st_mode)) {
+        shared->mark_file_state = MarkFileState::kNotRegularFile;
+        ereport(LOG, (errmsg("snowflake mark file \"%s\" is not a regular file; "
+                             "snowflake_nextval() will refuse to generate ids",
+                             kMarkFileName)));
+        return;
+    }
+    const int fd = OpenTransientFile(kMarkFileName, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | PG_BINARY);
+    if (fd < 0) {
+        record_unreadable_mark_file(shared, errno);
         return;
     }
     char bytes[snowflake::kMarkFileMaxSize + 1];
@@ -189,13 +274,7 @@ void snowflake_restore_durable_mark(SnowflakeShared *shared) {
     const int read_errno = errno;
     CloseTransientFile(fd);
     if (size < 0) {
-        shared->mark_file_state = MarkFileState::kUnreadable;
-        shared->mark_file_errno = read_errno;
-        errno = read_errno;
-        ereport(LOG, (errcode_for_file_access(),
-                      errmsg("could not read snowflake mark file \"%s\": %m; "
-                             "snowflake_nextval() will refuse to generate ids",
-                             kMarkFileName)));
+        record_unreadable_mark_file(shared, read_errno);
         return;
     }
     const snowflake::MarkFileResult parsed =
@@ -211,42 +290,70 @@ void snowflake_restore_durable_mark(SnowflakeShared *shared) {
 }
 
 void snowflake_require_usable_mark(const SnowflakeShared *shared) {
-    if (shared->mark_file_state == MarkFileState::kUsable) {
-        return;
-    }
-    const char *hint =
+    const char *remove_hint =
         "The file keeps ids unique across restarts. Make sure the system clock is past every id "
         "this server issued, then remove the file and restart the server.";
-    if (shared->mark_file_state == MarkFileState::kUnreadable) {
-        errno = shared->mark_file_errno;
-        ereport(ERROR,
+    switch (shared->mark_file_state) {
+        case MarkFileState::kUsable:
+            return;
+        case MarkFileState::kUnreadable: {
+            const int file_errno = shared->mark_file_errno;
+            errno = file_errno;
+            ereport(
+                ERROR,
                 (errcode(ERRCODE_DATA_CORRUPTED),
                  errmsg("could not read snowflake mark file \"%s/%s\": %m", DataDir, kMarkFileName),
-                 errdetail("No ids are issued until the mark is known."), errhint("%s", hint)));
+                 errdetail("No ids are issued until the mark is known."),
+                 file_errno == EACCES || file_errno == EPERM
+                     ? errhint("Give the operating-system user that runs the server read and "
+                               "write access to the file, then restart the server. Do not "
+                               "remove it: it keeps ids unique across restarts.")
+                     : errhint("Fix what keeps the server from reading the file, then restart "
+                               "the server. Only if the file is lost for good: make sure the "
+                               "system clock is past every id this server issued, then remove "
+                               "the file and restart the server.")));
+            break;
+        }
+        case MarkFileState::kNotRegularFile:
+            ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+                            errmsg("snowflake mark file \"%s/%s\" is not a regular file", DataDir,
+                                   kMarkFileName),
+                            errdetail("A FIFO, directory, symbolic link or device stands where "
+                                      "this extension keeps its mark, so the highest timestamp "
+                                      "already issued is unknown; no ids are issued."),
+                            errhint("%s", remove_hint)));
+            break;
+        case MarkFileState::kDamaged:
+            ereport(ERROR,
+                    (errcode(ERRCODE_DATA_CORRUPTED),
+                     errmsg("snowflake mark file \"%s/%s\" is damaged", DataDir, kMarkFileName),
+                     errdetail("Its contents are malformed, fail their checksum or hold a "
+                               "mark outside the Snowflake timestamp range, so the highest "
+                               "timestamp already issued is unknown; no ids are issued."),
+                     errhint("%s", remove_hint)));
+            break;
     }
-    ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
-                    errmsg("snowflake mark file \"%s/%s\" is damaged", DataDir, kMarkFileName),
-                    errdetail("Its contents are malformed or fail their checksum, so the highest "
-                              "timestamp already issued is unknown; no ids are issued."),
-                    errhint("%s", hint)));
 }
 
 void snowflake_extend_durable_mark(SnowflakeShared *shared, int64_t now_unix_ms, bool wait) {
-    if (wait) {
-        LWLockAcquire(shared->mark_lock, LW_EXCLUSIVE);
-    } else if (!LWLockConditionalAcquire(shared->mark_lock, LW_EXCLUSIVE)) {
-        return;
+    if (snowflake::lease_needs_extension(now_unix_ms,
+                                         shared->logged_mark_ms.load(std::memory_order_acquire))) {
+        if (wait) {
+            LWLockAcquire(shared->mark_lock, LW_EXCLUSIVE);
+        } else if (!LWLockConditionalAcquire(shared->mark_lock, LW_EXCLUSIVE)) {
+            return;
+        }
+        if (snowflake::lease_needs_extension(
+                now_unix_ms, shared->logged_mark_ms.load(std::memory_order_relaxed))) {
+            // File, then WAL, then memory: a base backup that copies the old file starts from a
+            // redo point before the record, and no id under the new mark exists before both are
+            // durable.
+            const int64 extended = snowflake::extended_lease(now_unix_ms);
+            write_mark_file(extended, ERROR);
+            shared->logged_mark_lsn.store(log_mark(extended), std::memory_order_relaxed);
+            shared->logged_mark_ms.store(extended, std::memory_order_release);
+        }
+        LWLockRelease(shared->mark_lock);
     }
-    const int64 mark = shared->durable_mark_ms.load(std::memory_order_acquire);
-    if (snowflake::lease_needs_extension(now_unix_ms, mark)) {
-        // File, then WAL, then memory: a base backup that copies the old file starts from a redo
-        // point before the record, and no id under the new mark exists before both are written.
-        const int64 extended = snowflake::extended_lease(now_unix_ms);
-        write_mark_file(extended, ERROR);
-#if PG_VERSION_NUM >= 150000
-        log_mark(extended);
-#endif
-        shared->durable_mark_ms.store(extended, std::memory_order_release);
-    }
-    LWLockRelease(shared->mark_lock);
+    publish_logged_mark(shared, wait);
 }

@@ -53,15 +53,24 @@ SnowflakeShared *require_shared_state() {
 }
 
 // An unset node id would make ids that collide with any other server's; refuse until it is set.
+// A value the configuration gave but the server rejected at start is named, since the log line
+// that said so is easy to miss.
 void require_setting(const char *name, int value) {
-    if (value < 0) {
-        ereport(ERROR,
-                (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE), errmsg("%s is not set", name),
-                 errhint("Set %s to a value from 0 to 31, unique to this server, in "
-                         "postgresql.conf or with ALTER SYSTEM, then reload the "
-                         "configuration.",
-                         name)));
+    if (value >= 0) {
+        return;
     }
+    const char *rejected = snowflake_rejected_setting_value(name);
+    ereport(ERROR,
+            (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE), errmsg("%s is not set", name),
+             rejected != nullptr
+                 ? errdetail("At server start the configuration set it to \"%s\", which was "
+                             "rejected: it must be an integer from 0 to 31.",
+                             rejected)
+                 : errdetail("A value outside 0 to 31, or a misspelt snowflake.* line, in the "
+                             "configuration leaves it unset; the server log says so at start."),
+             errhint("Set %s to a value from 0 to 31, unique to this server, in "
+                     "postgresql.conf or with ALTER SYSTEM, then reload the configuration.",
+                     name)));
 }
 
 // The node bits from the settings as this backend sees them now (a reload may change them).

@@ -117,18 +117,44 @@ void attach_shared_memory() {
     snowflake_shared = shared;
 }
 
+// A node-id setting and the configuration's value for it that the server rejected at start.
+struct NodeSetting {
+    const char *name;
+    const char *description;
+    int *value;
+    int max;
+    char rejected[32];
+};
+
+NodeSetting node_settings[] = {
+    {"snowflake.datacenter_id", "Datacenter id (0-31) written into every Snowflake id.",
+     &snowflake_datacenter_id_setting, snowflake::kMaxDatacenterId, ""},
+    {"snowflake.machine_id", "Machine id (0-31) written into every Snowflake id.",
+     &snowflake_machine_id_setting, snowflake::kMaxMachineId, ""},
+};
+
+// PostgreSQL only warns when the configuration's value for a setting that a library defines is
+// invalid, and keeps the default; the value is read beforehand (it is still a placeholder) so
+// that snowflake_nextval() can name it.
+void define_node_setting(NodeSetting *setting) {
+    const char *configured = GetConfigOption(setting->name, true, false);
+    if (configured != nullptr) {
+        strlcpy(setting->rejected, configured, sizeof(setting->rejected));
+    }
+    DefineCustomIntVariable(setting->name, setting->description,
+                            "-1 means not set: snowflake_nextval() refuses to run until it is set.",
+                            setting->value, -1, -1, setting->max, PGC_SIGHUP, 0, nullptr, nullptr,
+                            nullptr);
+    if (*setting->value != -1 || strcmp(setting->rejected, "-1") == 0) {
+        setting->rejected[0] = '\0';
+    }
+}
+
 // Defined in every process that loads the library, preloaded or not, so that SHOW works.
 void define_settings() {
-    DefineCustomIntVariable("snowflake.datacenter_id",
-                            "Datacenter id (0-31) written into every Snowflake id.",
-                            "-1 means not set: snowflake_nextval() refuses to run until it is set.",
-                            &snowflake_datacenter_id_setting, -1, -1, snowflake::kMaxDatacenterId,
-                            PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
-    DefineCustomIntVariable("snowflake.machine_id",
-                            "Machine id (0-31) written into every Snowflake id.",
-                            "-1 means not set: snowflake_nextval() refuses to run until it is set.",
-                            &snowflake_machine_id_setting, -1, -1, snowflake::kMaxMachineId,
-                            PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+    for (NodeSetting &setting : node_settings) {
+        define_node_setting(&setting);
+    }
     DefineCustomIntVariable(
         "snowflake.max_clock_rollback_wait",
         "How long snowflake_nextval() waits for a clock that moved backwards before it refuses.",
@@ -159,6 +185,15 @@ void snowflake_count_issued_id(SnowflakeShared *shared) {
     }
     std::atomic<uint64_t> &ids = own_id_counter->ids;
     ids.store(ids.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+const char *snowflake_rejected_setting_value(const char *name) {
+    for (const NodeSetting &setting : node_settings) {
+        if (strcmp(setting.name, name) == 0 && setting.rejected[0] != '\0') {
+            return setting.rejected;
+        }
+    }
+    return nullptr;
 }
 
 uint64_t snowflake_total_issued_ids(const SnowflakeShared *shared) {

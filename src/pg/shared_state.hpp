@@ -20,9 +20,10 @@ struct alignas(64) IdCounter {
 
 // How the durable mark file was found at start-up; anything but kUsable stops generation.
 enum class MarkFileState : uint32_t {
-    kUsable,      // read and verified, or absent (a new data directory)
-    kDamaged,     // present but not what this extension writes: malformed or checksum mismatch
-    kUnreadable,  // present but could not be read; mark_file_errno says why
+    kUsable,          // read and verified, or absent (a new data directory)
+    kDamaged,         // not what this extension writes: malformed, checksum or range wrong
+    kNotRegularFile,  // a FIFO, directory, symbolic link or device stands at the file's path
+    kUnreadable,      // present but could not be read; mark_file_errno says why
 };
 
 // The shared state: the generator word on a cache line of its own; the durable mark, read on
@@ -36,6 +37,10 @@ struct SnowflakeShared {
     // last timestamp is this one, nothing was issued since, and a gap of up to a lease is the
     // rest of a lease to wait out, not a clock that moved backwards.
     std::atomic<int64_t> lease_floor_ms{0};
+    // The newest mark in the file and flushed to WAL, and the end of its WAL record. It becomes
+    // durable_mark_ms once the synchronous standbys, if any, have flushed that record too.
+    std::atomic<int64_t> logged_mark_ms{0};
+    std::atomic<uint64_t> logged_mark_lsn{0};
     MarkFileState mark_file_state = MarkFileState::kUsable;
     int mark_file_errno = 0;
     LWLock *mark_lock = nullptr;
@@ -53,6 +58,10 @@ extern int snowflake_machine_id_setting;
 extern int snowflake_max_clock_rollback_wait_ms;
 extern bool snowflake_time_predicates_setting;
 
+// The value postgresql.conf gave a node-id setting when the server rejected it at start (out of
+// range, not a number), or null.
+const char *snowflake_rejected_setting_value(const char *name);
+
 // Adds one to this backend's issued-id count without touching another backend's cache line.
 void snowflake_count_issued_id(SnowflakeShared *shared);
 
@@ -69,8 +78,9 @@ void snowflake_restore_durable_mark(SnowflakeShared *shared);
 // Refuses generation, naming the file and the way out, when the mark could not be restored.
 void snowflake_require_usable_mark(const SnowflakeShared *shared);
 
-// Moves the mark a lease past now: WAL record, file, then shared memory. With wait false it
-// leaves the work to whoever already holds the lock.
+// Moves the mark a lease past now: file, flushed WAL record, the synchronous standbys' flush,
+// then shared memory. With wait false it leaves the work to whoever already holds the lock and
+// does not wait for standbys.
 void snowflake_extend_durable_mark(SnowflakeShared *shared, int64_t now_unix_ms, bool wait);
 
 // Installs the planner hook of time_predicates.cpp.

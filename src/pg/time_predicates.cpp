@@ -13,7 +13,12 @@
 // without it. Only top-level AND conditions of WHERE and JOIN ... ON clauses are considered, in
 // every subquery, CTE and sublink of the statement. The functions are recognised by OID: a
 // candidate call's pg_proc row is checked once (its C symbol), and the range helpers are looked up
-// by name once per installation of the extension, never on every query.
+// by name once, then again only after pg_proc changed (a function dropped or replaced).
+//
+// The added condition calls the helpers, so it is added only for a role that may run them, and a
+// plan that has one is marked as depending on the role: a cached plan (PREPARE, PL/pgSQL) run by
+// another role is planned anew for it, never failed for want of a privilege the query without
+// the condition does not need.
 //
 // The error-boundary rules are stated at the top of module.cpp.
 
@@ -36,6 +41,7 @@ extern "C" {
 #include "parser/parse_func.h"
 #include "rewrite/rewriteManip.h"
 #include "utils/builtins.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 }
@@ -80,6 +86,11 @@ struct ExtensionFunctions {
 };
 
 ExtensionFunctions known_functions;
+
+// Any change to pg_proc may have dropped or replaced one of the functions: look them up again.
+void forget_extension_functions(Datum, int, uint32) {
+    known_functions = ExtensionFunctions();
+}
 
 // Whether a function is the C function of this library with that symbol.
 bool is_library_function(Oid function, const char *symbol) {
@@ -210,8 +221,15 @@ List *conditions_for_less_than(Var *column, Node *bound) {
     return list_of(column_condition(BTLessStrategyNumber, column, helpers.min_id, bound));
 }
 
+// What rewriting a statement found out about it.
+struct RewriteContext {
+    // A candidate comparison was found, so whether it was rewritten depends on the current role's
+    // privileges on the helpers.
+    bool depends_on_role = false;
+};
+
 // The conditions on the column that one comparison implies, or NIL.
-List *column_conditions_for(Node *clause) {
+List *column_conditions_for(Node *clause, RewriteContext *context) {
     if (!IsA(clause, OpExpr)) {
         return NIL;
     }
@@ -237,8 +255,11 @@ List *column_conditions_for(Node *clause) {
         strategy = BTMaxStrategyNumber + 1 - strategy;
     }
     const ExtensionFunctions &helpers = known_functions;
-    if (column == nullptr || !is_query_constant(bound) || !may_execute(helpers.min_id) ||
-        !may_execute(helpers.max_id)) {
+    if (column == nullptr || !is_query_constant(bound)) {
+        return NIL;
+    }
+    context->depends_on_role = true;
+    if (!may_execute(helpers.min_id) || !may_execute(helpers.max_id)) {
         return NIL;
     }
     switch (strategy) {
@@ -263,7 +284,7 @@ List *column_conditions_for(Node *clause) {
 }
 
 // A WHERE or ON clause with the implied column conditions added to its top-level AND.
-Node *with_column_conditions(Node *quals) {
+Node *with_column_conditions(Node *quals, RewriteContext *context) {
     if (quals == nullptr) {
         return nullptr;
     }
@@ -271,7 +292,8 @@ Node *with_column_conditions(Node *quals) {
     List *added = NIL;
     ListCell *cell;
     foreach (cell, conjuncts) {
-        added = list_concat(added, column_conditions_for(static_cast<Node *>(lfirst(cell))));
+        added =
+            list_concat(added, column_conditions_for(static_cast<Node *>(lfirst(cell)), context));
     }
     if (added == NIL) {
         return quals;
@@ -280,22 +302,22 @@ Node *with_column_conditions(Node *quals) {
 }
 
 // Every WHERE and JOIN ... ON clause of one query level.
-void add_to_join_tree(Node *node) {
+void add_to_join_tree(Node *node, RewriteContext *context) {
     if (node == nullptr) {
         return;
     }
     if (IsA(node, FromExpr)) {
         auto *from = reinterpret_cast<FromExpr *>(node);
-        from->quals = with_column_conditions(from->quals);
+        from->quals = with_column_conditions(from->quals, context);
         ListCell *cell;
         foreach (cell, from->fromlist) {
-            add_to_join_tree(static_cast<Node *>(lfirst(cell)));
+            add_to_join_tree(static_cast<Node *>(lfirst(cell)), context);
         }
     } else if (IsA(node, JoinExpr)) {
         auto *join = reinterpret_cast<JoinExpr *>(node);
-        join->quals = with_column_conditions(join->quals);
-        add_to_join_tree(join->larg);
-        add_to_join_tree(join->rarg);
+        join->quals = with_column_conditions(join->quals, context);
+        add_to_join_tree(join->larg, context);
+        add_to_join_tree(join->rarg, context);
     }
 }
 
@@ -306,7 +328,8 @@ bool add_to_every_query(Node *node, void *context) {
     }
     if (IsA(node, Query)) {
         auto *query = reinterpret_cast<Query *>(node);
-        add_to_join_tree(reinterpret_cast<Node *>(query->jointree));
+        add_to_join_tree(reinterpret_cast<Node *>(query->jointree),
+                         static_cast<RewriteContext *>(context));
         return query_tree_walker(query, WALKER_CALLBACK(add_to_every_query), context, 0);
     }
     return expression_tree_walker(node, WALKER_CALLBACK(add_to_every_query), context);
@@ -316,13 +339,18 @@ bool add_to_every_query(Node *node, void *context) {
 // pruning see them like any other.
 PlannedStmt *plan_with_time_predicates(Query *parse, const char *query_string, int cursor_options,
                                        ParamListInfo bound_params) {
+    RewriteContext context;
     if (snowflake_time_predicates_setting && parse->commandType != CMD_UTILITY) {
-        add_to_every_query(reinterpret_cast<Node *>(parse), nullptr);
+        add_to_every_query(reinterpret_cast<Node *>(parse), &context);
     }
-    if (previous_planner_hook != nullptr) {
-        return previous_planner_hook(parse, query_string, cursor_options, bound_params);
+    PlannedStmt *plan =
+        previous_planner_hook != nullptr
+            ? previous_planner_hook(parse, query_string, cursor_options, bound_params)
+            : standard_planner(parse, query_string, cursor_options, bound_params);
+    if (context.depends_on_role) {
+        plan->dependsOnRole = true;
     }
-    return standard_planner(parse, query_string, cursor_options, bound_params);
+    return plan;
 }
 
 }  // namespace
@@ -330,4 +358,5 @@ PlannedStmt *plan_with_time_predicates(Query *parse, const char *query_string, i
 void snowflake_install_planner_hook() {
     previous_planner_hook = planner_hook;
     planner_hook = plan_with_time_predicates;
+    CacheRegisterSyscacheCallback(PROCOID, forget_extension_functions, 0);
 }

@@ -82,4 +82,33 @@ is($standby->safe_psql('postgres', 'SELECT snowflake_sequence(172455111045722111
 
 $standby->stop;
 $primary->stop;
+
+# postgresql.conf with a value out of range and a misspelt name: PostgreSQL only warns at start
+# and leaves both settings unset; snowflake_nextval() then says what the log said.
+my $misconfigured = PostgreSQL::Test::Cluster->new('misconfigured');
+$misconfigured->init;
+$misconfigured->append_conf('postgresql.conf', q(
+shared_preload_libraries = 'snowflake'
+snowflake.datacenter_id = 32
+snowflake.machineid = 3
+));
+$misconfigured->start;
+$misconfigured->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+my $log = slurp_file($misconfigured->logfile);
+like($log, qr/WARNING:  .*32 is outside the valid range for parameter "snowflake.datacenter_id"/,
+    'the out-of-range value is only a warning at start');
+like($log, qr/WARNING:  .*invalid configuration parameter name "snowflake.machineid"/,
+    'so is the misspelt name');
+$error = error_of($misconfigured, 'SELECT snowflake_nextval()');
+like($error, qr/ERROR:  55000: snowflake.datacenter_id is not set/, 'rejected value: unset, 55000');
+like($error,
+    qr/DETAIL:  At server start the configuration set it to "32", which was rejected: it must be an integer from 0 to 31/,
+    'the error names the rejected value');
+$misconfigured->safe_psql('postgres', 'ALTER SYSTEM SET snowflake.datacenter_id = 5');
+$misconfigured->reload;
+$error = error_of($misconfigured, 'SELECT snowflake_nextval()');
+like($error, qr/ERROR:  55000: snowflake.machine_id is not set/, 'misspelt name: unset, 55000');
+like($error, qr/DETAIL:  A value outside 0 to 31, or a misspelt snowflake.\* line, in the configuration leaves it unset/,
+    'the error points to the likely cause');
+$misconfigured->stop;
 done_testing();

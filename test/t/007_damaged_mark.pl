@@ -1,5 +1,5 @@
-# A damaged or unreadable mark file is reported with its name and the way out, and no id is
-# issued until the operator has dealt with it.
+# A damaged, unreadable or foreign mark file is reported with its name and the way out, and no id
+# is issued until the operator has dealt with it. None of them can hang the server's start.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -21,14 +21,34 @@ $node->stop;
 like(slurp_file($mark_file), qr/\Asnowflake mark v1\nmark_unix_ms=\d+\ncrc32c=[0-9a-f]{8}\n\z/,
     'a clean stop leaves a mark file in the documented format');
 
-# Refuses, naming the file and the way out, and issues nothing.
+# Refuses, naming the file and the way out, and issues nothing. The way out is to remove the file
+# unless a hint pattern says otherwise.
 sub refuses_with {
-    my ($pattern, $what) = @_;
+    my ($pattern, $what, $hint) = @_;
     my $error = error_of($node, 'SELECT snowflake_nextval()');
     like($error, $pattern, "$what: refused with a message naming the file");
-    like($error, qr/HINT:  .*remove the file and restart the server/, "$what: the hint gives the way out");
+    like($error, $hint // qr/HINT:  .*remove the file and restart the server/,
+        "$what: the hint gives the way out");
     is($node->safe_psql('postgres', 'SELECT ids_generated FROM snowflake_info()'),
         '0', "$what: nothing was issued");
+}
+
+# CRC-32C, bit by bit, as the file's trailer holds it.
+sub crc32c {
+    my ($bytes) = @_;
+    my $crc = 0xFFFFFFFF;
+    for my $byte (unpack('C*', $bytes)) {
+        $crc ^= $byte;
+        $crc = ($crc >> 1) ^ (0x82F63B78 & -($crc & 1) & 0xFFFFFFFF) for 1 .. 8;
+    }
+    return $crc ^ 0xFFFFFFFF;
+}
+
+# A file with a valid checksum around any mark, as a buggy or hostile writer could leave it.
+sub mark_file_with_checksum {
+    my ($mark) = @_;
+    my $body = "snowflake mark v1\nmark_unix_ms=$mark\n";
+    return $body . sprintf("crc32c=%08x\n", crc32c($body));
 }
 
 # One digit of the mark changed: the checksum no longer matches.
@@ -51,13 +71,46 @@ $node->start;
 refuses_with(qr/ERROR:  XX001: snowflake mark file ".*snowflake_mark" is damaged/, 'a torn file');
 $node->stop;
 
-# Present but unreadable.
+# The helper writes exactly what the server writes, so the files below differ only where meant.
+is(mark_file_with_checksum($contents =~ /mark_unix_ms=(\d+)/), $contents,
+    'the test writes files in the format the server writes');
+
+# A valid checksum around a mark no id can carry (it would wrap the generator).
+unlink $mark_file;
+PostgreSQL::Test::Utils::append_to_file($mark_file,
+    mark_file_with_checksum('9223372036854775807'));
+$node->start;
+refuses_with(qr/ERROR:  XX001: snowflake mark file ".*snowflake_mark" is damaged/,
+    'a mark past the timestamp field');
+$node->stop;
+
+# Present but unreadable: the way out is the permission, not removing the file.
 unlink $mark_file;
 PostgreSQL::Test::Utils::append_to_file($mark_file, $contents);
 chmod 0000, $mark_file;
 $node->start;
 refuses_with(qr/ERROR:  XX001: could not read snowflake mark file ".*snowflake_mark": Permission denied/,
-    'an unreadable file');
+    'an unreadable file',
+    qr/HINT:  Give the operating-system user that runs the server read and write access to the file, then restart the server. Do not remove it/);
+$node->stop;
+
+# A FIFO would block the postmaster's open() for ever: refused instead, and start and stop
+# both complete.
+unlink $mark_file;
+system('mkfifo', $mark_file) == 0 or die "mkfifo: $!";
+$node->start;
+refuses_with(qr/ERROR:  XX001: snowflake mark file ".*snowflake_mark" is not a regular file/,
+    'a FIFO');
+like(slurp_file($node->logfile), qr/snowflake mark file "snowflake_mark" is not a regular file/,
+    'the server log says so at start-up');
+$node->stop('fast');
+
+# A dangling symbolic link is not "no file" (which would leave uniqueness to the clock alone).
+unlink $mark_file;
+symlink($node->data_dir . '/no_such_mark', $mark_file) or die "symlink: $!";
+$node->start;
+refuses_with(qr/ERROR:  XX001: snowflake mark file ".*snowflake_mark" is not a regular file/,
+    'a dangling symbolic link');
 $node->stop;
 
 # The way out: with the clock past every id, remove the file and restart.

@@ -1,0 +1,94 @@
+# snowflake_check_peers() against a peer that answers its query with something other than one row
+# of four columns: the problem says what was wrong, never an empty "query failed: ". The peer is a
+# minimal imitation of the PostgreSQL wire protocol on 127.0.0.1, since a real server always
+# answers the query with one row.
+use strict;
+use warnings;
+use IO::Socket::INET;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use SnowflakeTest;
+
+# One backend message: its type byte, then its length (which counts itself) and its body.
+sub message {
+    my ($type, $body) = @_;
+    return $type . pack('N', 4 + length $body) . $body;
+}
+
+# Reads exactly $size bytes, or dies.
+sub read_exactly {
+    my ($socket, $size) = @_;
+    my $data = '';
+    while (length $data < $size) {
+        my $read = sysread($socket, $data, $size - length $data, length $data);
+        die "peer: connection closed: $!" unless $read;
+    }
+    return $data;
+}
+
+# Serves one connection: authentication without a password, then the given number of rows of
+# $columns text columns for every query, until the client says goodbye.
+sub serve_connection {
+    my ($socket, $rows, $columns) = @_;
+    my $startup_size = unpack('N', read_exactly($socket, 4));
+    read_exactly($socket, $startup_size - 4);
+    syswrite($socket,
+        message('R', pack('N', 0))
+          . message('K', pack('NN', 4242, 1))
+          . message('Z', 'I'));
+    while (1) {
+        my $type = read_exactly($socket, 1);
+        my $size = unpack('N', read_exactly($socket, 4));
+        read_exactly($socket, $size - 4);
+        return if $type eq 'X';
+        my $fields = join '',
+          map { "column$_\0" . pack('NnNnNn', 0, 0, 25, -1 & 0xFFFF, 0xFFFFFFFF, 0) }
+          1 .. $columns;
+        my $row = pack('n', $columns) . join '', map { pack('N', 1) . '1' } 1 .. $columns;
+        syswrite($socket,
+            message('T', pack('n', $columns) . $fields)
+              . join('', map { message('D', $row) } 1 .. $rows)
+              . message('C', "SELECT $rows\0")
+              . message('Z', 'I'));
+    }
+}
+
+my $listener = IO::Socket::INET->new(
+    LocalAddr => '127.0.0.1',
+    LocalPort => 0,
+    Listen => 5,
+    ReuseAddr => 1) or die "listen: $!";
+my $port = $listener->sockport;
+my @answers = ([0, 4], [2, 4], [1, 3]);
+my $server_pid = fork() // die "fork: $!";
+if ($server_pid == 0) {
+    for my $answer (@answers) {
+        my $socket = $listener->accept or exit 1;
+        serve_connection($socket, @$answer);
+        close $socket;
+    }
+    exit 0;
+}
+close $listener;
+
+my $node = snowflake_node('checker');
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+my $peer = "host=127.0.0.1 port=$port dbname=fake sslmode=disable gssencmode=disable";
+for my $answer (@answers) {
+    my ($rows, $columns) = @$answer;
+    my $answered = sprintf('%d row%s of %d columns', $rows, $rows == 1 ? '' : 's', $columns);
+    is( $node->safe_psql('postgres',
+            "SELECT problem FROM snowflake_check_peers(ARRAY['$peer'], 10000, 5000)"),
+        "query failed: the peer answered $answered, where this check expects 1 row of 4; "
+          . 'is it a PostgreSQL server?',
+        "a peer that answers $answered is reported as such");
+}
+waitpid($server_pid, 0);
+is($?, 0, 'the imitation peer served every connection');
+
+$node->stop;
+done_testing();
