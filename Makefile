@@ -24,12 +24,17 @@ ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_check_iso \
 	--temp-config=test/snowflake.conf
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
-EXTRA_CLEAN = tmp_check_regress tmp_check_iso output_iso test/unit/unit_tests \
+EXTRA_CLEAN = tmp_check_regress tmp_check_iso output_iso .pg_build_stamp test/unit/unit_tests \
 	test/unit/unit_tests_sanitized test/fuzz/fuzz_core test/bench/core_bench
+
+# The extension's version, from the control file: the library reports it (PostgreSQL 18's
+# pg_get_loaded_modules()) and the release is named after it.
+EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(dir $(firstword $(MAKEFILE_LIST)))snowflake.control)
 
 # -fno-exceptions is the error boundary: no C++ exception can exist to cross into PostgreSQL.
 # PostgreSQL headers before 16 still use the register keyword that C++17 removed.
-SNOWFLAKE_CXXFLAGS = -std=c++17 -fno-exceptions -fno-rtti -I$(srcdir)/src -Wno-register
+SNOWFLAKE_CXXFLAGS = -std=c++17 -fno-exceptions -fno-rtti -I$(srcdir)/src -Wno-register \
+	-DSNOWFLAKE_VERSION=\"$(EXTVERSION)\"
 # Warnings fail the build; a packager on an untested compiler or server version may set WERROR=.
 WERROR ?= -Werror
 PG_CXXFLAGS = $(SNOWFLAKE_CXXFLAGS) -Wall -Wextra $(WERROR) -Wno-unused-parameter
@@ -45,9 +50,13 @@ include $(PGXS)
 # The LLVM bitcode for JIT inlining is compiled by clang from the same sources and flags.
 BITCODE_CXXFLAGS += $(SNOWFLAKE_CXXFLAGS)
 
-# Every object is rebuilt when a header changes: the shared-memory struct's layout must agree
-# across all of them.
-$(OBJS) $(OBJS:.o=.bc): $(wildcard src/core/*.hpp src/pg/*.hpp)
+# Every object is rebuilt when a header changes (the shared-memory struct's layout must agree
+# across all of them) and when PG_CONFIG names another PostgreSQL (an object built for one does
+# not load into another): the stamp file is rewritten whenever the server version differs.
+PG_BUILD_STAMP = .pg_build_stamp
+$(shell echo '$(PG_CONFIG) $(VERSION)' | cmp -s - $(PG_BUILD_STAMP) || \
+	echo '$(PG_CONFIG) $(VERSION)' > $(PG_BUILD_STAMP))
+$(OBJS) $(OBJS:.o=.bc): $(wildcard src/core/*.hpp src/pg/*.hpp) $(PG_BUILD_STAMP)
 
 CORE_SOURCES = src/core/codec.cpp src/core/generator.cpp src/core/mark_file.cpp
 CORE_HEADERS = $(wildcard src/core/*.hpp)
@@ -84,4 +93,12 @@ test/bench/core_bench: $(CORE_SOURCES) $(CORE_HEADERS) test/bench/core_bench.cpp
 	$(CXX) -std=c++17 -O2 -Wall -Wextra -Werror -I$(srcdir)/src $(CORE_SOURCES) \
 		test/bench/core_bench.cpp -lbenchmark -lbenchmark_main -pthread -o $@
 
-.PHONY: unitcheck fuzzcheck
+# The release zip that PGXN and its client take, built from the committed tree (HEAD):
+# make dist [DISTDIR=directory]. It is named after META.json's version.
+DISTVERSION = $(shell sed -n 's/^    "version": "\(.*\)",$$/\1/p' $(srcdir)/META.json)
+DISTDIR ?= .
+dist:
+	git -C $(srcdir) archive --format=zip --prefix=$(EXTENSION)-$(DISTVERSION)/ \
+		-o $(abspath $(DISTDIR))/$(EXTENSION)-$(DISTVERSION).zip HEAD
+
+.PHONY: unitcheck fuzzcheck dist

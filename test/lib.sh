@@ -1,14 +1,20 @@
-# Shared by test/demo and test/check-all: installing what they need, and running servers as an
-# unprivileged user (PostgreSQL refuses to run as root).
+# Shared by test/demo, test/check-all and test/bench/run: installing what they need, choosing the
+# PostgreSQL to test, and running servers as an unprivileged user (PostgreSQL refuses to run as
+# root).
+#
+# PG_CONFIG may name the pg_config of any installed PostgreSQL 15 or later; without it, Debian's
+# PostgreSQL 15 is installed from the package registry and used.
 
-readonly PG_MAJOR=15
-readonly PG_BINDIR=/usr/lib/postgresql/$PG_MAJOR/bin
+readonly DEBIAN_PG_MAJOR=15
+readonly DEBIAN_PG_CONFIG=/usr/lib/postgresql/$DEBIAN_PG_MAJOR/bin/pg_config
+PG_CONFIG=${PG_CONFIG:-$DEBIAN_PG_CONFIG}
 readonly SERVER_USER=postgres
-readonly APT_PACKAGES=(
-    make g++ clang-14 libclang-rt-14-dev
-    postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR
-    libgtest-dev libipc-run-perl libfaketime
-)
+APT_PACKAGES=(make g++ git clang-14 libclang-rt-14-dev libgtest-dev libipc-run-perl libfaketime
+    pgxnclient)
+if [ "$PG_CONFIG" = "$DEBIAN_PG_CONFIG" ]; then
+    APT_PACKAGES+=(postgresql-$DEBIAN_PG_MAJOR postgresql-server-dev-$DEBIAN_PG_MAJOR)
+fi
+readonly APT_PACKAGES
 
 # Runs a command as root, through sudo when the caller is not root already.
 as_root() {
@@ -16,7 +22,7 @@ as_root() {
 }
 
 # Installs those of APT_PACKAGES and of the given extra packages that are missing; does nothing
-# when all are present.
+# when all are present. Then settles which PostgreSQL is tested and says so.
 install_dependencies() {
     local missing=()
     for package in "${APT_PACKAGES[@]}" "$@"; do
@@ -29,13 +35,19 @@ install_dependencies() {
         as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
             "${missing[@]}" >/dev/null
     fi
+    if ! PG_BINDIR=$("$PG_CONFIG" --bindir); then
+        echo "PG_CONFIG=$PG_CONFIG is not a working pg_config" >&2
+        return 1
+    fi
+    readonly PG_BINDIR
+    echo "Testing against $("$PG_BINDIR/postgres" --version) ($PG_CONFIG)"
 }
 
-# Builds the extension and installs it into the PostgreSQL $PG_MAJOR installation.
+# Builds the extension and installs it into the PostgreSQL that PG_CONFIG names.
 build_and_install() {
     local source_dir=$1
-    make -C "$source_dir" -s -j2 PG_CONFIG="$PG_BINDIR/pg_config"
-    as_root make -C "$source_dir" -s install PG_CONFIG="$PG_BINDIR/pg_config"
+    make -C "$source_dir" -s -j2 PG_CONFIG="$PG_CONFIG"
+    as_root make -C "$source_dir" -s install PG_CONFIG="$PG_CONFIG"
 }
 
 # Runs a command as the server user when we are root, so that initdb and postgres accept it.
@@ -54,4 +66,25 @@ make_scratch_dir() {
     chmod 755 "$dir"
     if [ "$(id -u)" -eq 0 ]; then chown "$SERVER_USER" "$dir"; fi
     echo "$dir"
+}
+
+# Starts a throwaway server with the extension preloaded (node ids 7 and 13), its data in $1/data,
+# listening only on a socket in $1 on port $2. $1 must belong to the server user.
+start_throwaway_server() {
+    local dir=$1 port=$2
+    as_server_user initdb -D "$dir/data" -A trust >/dev/null || return 1
+    cat >>"$dir/data/postgresql.conf" <<CONF
+listen_addresses = ''
+port = $port
+unix_socket_directories = '$dir'
+shared_preload_libraries = 'snowflake'
+snowflake.datacenter_id = 7
+snowflake.machine_id = 13
+CONF
+    as_server_user pg_ctl -D "$dir/data" -l "$dir/server.log" -w start >/dev/null
+}
+
+# Stops a server that start_throwaway_server started, if it runs.
+stop_throwaway_server() {
+    as_server_user pg_ctl -D "$1/data" -m fast stop >/dev/null 2>&1 || true
 }

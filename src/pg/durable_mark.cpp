@@ -26,12 +26,10 @@ extern "C" {
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "utils/wait_event.h"
-#if PG_VERSION_NUM >= 150000
 #include "access/xlog_internal.h"
 #include "access/xloginsert.h"
 #include "access/xlogreader.h"
 #include "lib/stringinfo.h"
-#endif
 }
 
 #include <algorithm>
@@ -125,8 +123,6 @@ void save_final_mark(int code, Datum) {
     }
 }
 
-#if PG_VERSION_NUM >= 150000
-
 // No id is registered for this extension yet on the PostgreSQL wiki's list; see README.
 constexpr RmgrId kSnowflakeRmgrId = RM_EXPERIMENTAL_ID;
 constexpr uint8 kXlogMark = 0x00;
@@ -188,19 +184,10 @@ XLogRecPtr log_mark(int64 mark_unix_ms) {
     return end;
 }
 
-#else
-
-// No WAL record before PostgreSQL 15: nothing for a standby to flush.
-XLogRecPtr log_mark(int64) {
-    return InvalidXLogRecPtr;
-}
-
-#endif
-
 // Whether the synchronous standbys, if synchronous_standby_names names any, have flushed the WAL
 // up to lsn. Then a failover to one of them cannot reissue an id under the mark of that record.
 bool standbys_have(XLogRecPtr lsn) {
-    return lsn == InvalidXLogRecPtr || !snowflake_synchronous_standbys_defined() ||
+    return !snowflake_synchronous_standbys_defined() ||
            snowflake_synchronous_standbys_flushed_lsn() >= lsn;
 }
 
@@ -239,9 +226,7 @@ void publish_logged_mark(SnowflakeShared *shared, bool wait) {
 }  // namespace
 
 void snowflake_register_wal_resource_manager() {
-#if PG_VERSION_NUM >= 150000
     RegisterCustomRmgr(kSnowflakeRmgrId, &snowflake_rmgr);
-#endif
 }
 
 void snowflake_restore_durable_mark(SnowflakeShared *shared) {

@@ -25,18 +25,17 @@ extern "C" {
 #include "storage/proc.h"
 #include "storage/shmem.h"
 #include "utils/guc.h"
-#if PG_VERSION_NUM < 150000
-#include "postmaster/autovacuum.h"
-#include "replication/walsender.h"
-#endif
-
-PG_MODULE_MAGIC;
-
-void _PG_init(void);
 }
 
 #include "core/layout.hpp"
+#include "pg/compat.hpp"
 #include "pg/shared_state.hpp"
+
+extern "C" {
+SNOWFLAKE_MODULE_MAGIC;
+
+void _PG_init(void);
+}
 
 SnowflakeShared *snowflake_shared = nullptr;
 
@@ -47,21 +46,13 @@ int snowflake_max_clock_rollback_wait_ms = 0;
 namespace {
 
 shmem_startup_hook_type previous_shmem_startup_hook = nullptr;
-#if PG_VERSION_NUM >= 150000
 shmem_request_hook_type previous_shmem_request_hook = nullptr;
-#endif
 
 IdCounter *own_id_counter = nullptr;
 
 // Regular backends, including background and parallel workers, own PGPROC slots below this bound.
 uint32_t counter_slot_count() {
-#if PG_VERSION_NUM >= 150000
     return static_cast<uint32_t>(MaxBackends);
-#else
-    // Before 15, MaxBackends is computed only after _PG_init has requested its memory.
-    return static_cast<uint32_t>(MaxConnections + autovacuum_max_workers + 1 +
-                                 max_worker_processes + max_wal_senders);
-#endif
 }
 
 // The counters sit right after the struct; ShmemInitStruct returns cache-line aligned memory.
@@ -74,17 +65,7 @@ Size shared_state_size() {
     return add_size(sizeof(SnowflakeShared), mul_size(counter_slot_count(), sizeof(IdCounter)));
 }
 
-// This backend's PGPROC index, which picks its counter slot; PostgreSQL 17 renamed it.
-int own_proc_number() {
-#if PG_VERSION_NUM >= 170000
-    return MyProcNumber;
-#else
-    return MyProc != nullptr ? MyProc->pgprocno : -1;
-#endif
-}
-
-#if PG_VERSION_NUM >= 150000
-// Since 15, add-in shared memory must be requested from this hook.
+// Add-in shared memory must be requested from this hook.
 void request_shared_memory() {
     if (previous_shmem_request_hook != nullptr) {
         previous_shmem_request_hook();
@@ -92,7 +73,6 @@ void request_shared_memory() {
     RequestAddinShmemSpace(shared_state_size());
     RequestNamedLWLockTranche("snowflake", 1);
 }
-#endif
 
 // Runs in the postmaster at start and after every crash re-initialisation of shared memory.
 void attach_shared_memory() {
@@ -165,18 +145,14 @@ void define_settings() {
         "Lets the primary key answer comparisons of snowflake_timestamp(column) with a constant.",
         "Adds the equivalent condition on the column itself; results are the same either way.",
         &snowflake_time_predicates_setting, true, PGC_USERSET, 0, nullptr, nullptr, nullptr);
-#if PG_VERSION_NUM >= 150000
     MarkGUCPrefixReserved("snowflake");
-#else
-    EmitWarningsOnPlaceholders("snowflake");
-#endif
 }
 
 }  // namespace
 
 void snowflake_count_issued_id(SnowflakeShared *shared) {
     if (own_id_counter == nullptr) {
-        const int proc_number = own_proc_number();
+        const int proc_number = snowflake_own_proc_number();
         if (proc_number < 0 || static_cast<uint32_t>(proc_number) >= shared->counter_count) {
             shared->unslotted_ids.fetch_add(1, std::memory_order_relaxed);
             return;
@@ -213,13 +189,8 @@ void _PG_init(void) {
     if (!process_shared_preload_libraries_in_progress) {
         return;
     }
-#if PG_VERSION_NUM >= 150000
     previous_shmem_request_hook = shmem_request_hook;
     shmem_request_hook = request_shared_memory;
-#else
-    RequestAddinShmemSpace(shared_state_size());
-    RequestNamedLWLockTranche("snowflake", 1);
-#endif
     previous_shmem_startup_hook = shmem_startup_hook;
     shmem_startup_hook = attach_shared_memory;
     snowflake_register_wal_resource_manager();

@@ -86,5 +86,5 @@ void snowflake_extend_durable_mark(SnowflakeShared *shared, int64_t now_unix_ms,
 // Installs the planner hook of time_predicates.cpp.
 void snowflake_install_planner_hook();
 
-// Registers the WAL resource manager that carries marks to standbys (PostgreSQL 15 and later).
+// Registers the WAL resource manager that carries marks to standbys.
 void snowflake_register_wal_resource_manager();

@@ -48,6 +48,7 @@ extern "C" {
 
 #include "core/codec.hpp"
 #include "core/layout.hpp"
+#include "pg/compat.hpp"
 #include "pg/shared_state.hpp"
 
 bool snowflake_time_predicates_setting = true;
@@ -67,15 +68,6 @@ List *list_of(void *first, void *second = nullptr) {
     List *list = lappend(NIL, first);
     return second != nullptr ? lappend(list, second) : list;
 }
-
-// The tree walkers take a callback of a C type that PostgreSQL 16 changed.
-#if PG_VERSION_NUM >= 160000
-#define WALKER_CALLBACK(function) (function)
-#else
-// Through void (*)(void), the one function type a cast may pass through without a warning.
-#define WALKER_CALLBACK(function) \
-    reinterpret_cast<bool (*)()>(reinterpret_cast<void (*)()>(function))
-#endif
 
 // The extension's functions as found in one installation; found anew when the OID of
 // snowflake_timestamp changes (the extension was dropped and created again).
@@ -108,16 +100,6 @@ bool is_library_function(Oid function, const char *symbol) {
     }
     ReleaseSysCache(tuple);
     return matches;
-}
-
-// The caller may run the helper: the added condition must never fail where the original would
-// not.
-bool may_execute(Oid function) {
-#if PG_VERSION_NUM >= 160000
-    return object_aclcheck(ProcedureRelationId, function, GetUserId(), ACL_EXECUTE) == ACLCHECK_OK;
-#else
-    return pg_proc_aclcheck(function, GetUserId(), ACL_EXECUTE) == ACLCHECK_OK;
-#endif
 }
 
 // The range helper of the same installation (same schema) as snowflake_timestamp.
@@ -259,7 +241,7 @@ List *column_conditions_for(Node *clause, RewriteContext *context) {
         return NIL;
     }
     context->depends_on_role = true;
-    if (!may_execute(helpers.min_id) || !may_execute(helpers.max_id)) {
+    if (!snowflake_may_execute(helpers.min_id) || !snowflake_may_execute(helpers.max_id)) {
         return NIL;
     }
     switch (strategy) {
@@ -330,9 +312,9 @@ bool add_to_every_query(Node *node, void *context) {
         auto *query = reinterpret_cast<Query *>(node);
         add_to_join_tree(reinterpret_cast<Node *>(query->jointree),
                          static_cast<RewriteContext *>(context));
-        return query_tree_walker(query, WALKER_CALLBACK(add_to_every_query), context, 0);
+        return query_tree_walker(query, SNOWFLAKE_WALKER_CALLBACK(add_to_every_query), context, 0);
     }
-    return expression_tree_walker(node, WALKER_CALLBACK(add_to_every_query), context);
+    return expression_tree_walker(node, SNOWFLAKE_WALKER_CALLBACK(add_to_every_query), context);
 }
 
 // The conditions are added before the standard planner runs, so that index paths and partition

@@ -54,9 +54,10 @@ like($error, qr/32 is outside the valid range for parameter "snowflake.machine_i
 $error = error_of($primary, 'ALTER SYSTEM SET snowflake.datacenter_id = -2');
 like($error, qr/-2 is outside the valid range for parameter "snowflake.datacenter_id" \(-1 \.\. 31\)/,
     'out-of-range datacenter id refused with its range');
+# PostgreSQL 18 writes the unit into the range too: "(0 ms .. 60000 ms)".
 $error = error_of($primary, 'ALTER SYSTEM SET snowflake.max_clock_rollback_wait = 60001');
 like($error,
-    qr/60001 ms is outside the valid range for parameter "snowflake.max_clock_rollback_wait" \(0 \.\. 60000\)/,
+    qr/60001 ms is outside the valid range for parameter "snowflake.max_clock_rollback_wait" \(0( ms)? \.\. 60000( ms)?\)/,
     'out-of-range rollback wait refused with its range');
 
 $primary->safe_psql('postgres', 'ALTER SYSTEM SET snowflake.machine_id = 9');
@@ -67,6 +68,18 @@ is( $primary->safe_psql(
           . 'FROM snowflake_nextval() AS id'),
     '4/9',
     'ids set by ALTER SYSTEM and a reload are used');
+
+# From PostgreSQL 18 on, the library names itself and its version to pg_get_loaded_modules().
+SKIP: {
+    skip 'pg_get_loaded_modules() is new in PostgreSQL 18', 1 if $primary->pg_version < 18;
+    my ($control_version) = slurp_file("$FindBin::RealBin/../../snowflake.control")
+      =~ /^default_version = '([^']+)'$/m;
+    is( $primary->safe_psql('postgres',
+            "SELECT module_name || ' ' || version FROM pg_get_loaded_modules() "
+              . "WHERE file_name LIKE 'snowflake%'"),
+        "snowflake $control_version",
+        'pg_get_loaded_modules() shows the library and the version of the control file');
+}
 
 # A standby carries the primary's node ids: generating there is refused.
 $primary->backup('base');

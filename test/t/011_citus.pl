@@ -1,0 +1,88 @@
+# Citus, when it is installed in the PostgreSQL under test (it is not in the package registry, so
+# the suite skips this file otherwise): a coordinator and two workers, each with its own node
+# pair, and one distributed table keyed by DEFAULT snowflake_nextval(). Rows go in through the
+# coordinator (single rows and INSERT ... SELECT) and directly on each worker; every id is unique
+# and carries the machine id of the node that evaluated the default. A snowflake_timestamp(id)
+# predicate reaches the shards and is answered by their primary keys.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use SnowflakeTest;
+
+my @members = (['coordinator', 1], ['worker1', 2], ['worker2', 3]);
+my %node;
+for my $member (@members) {
+    my ($name, $machine_id) = @$member;
+    $node{$name} = snowflake_node("citus_$name", datacenter_id => 6, machine_id => $machine_id);
+}
+my $pkglibdir = $node{coordinator}->config_data('--pkglibdir');
+plan skip_all => "Citus is not installed in this PostgreSQL ($pkglibdir/citus.so)"
+  unless -e "$pkglibdir/citus.so";
+
+# Citus must come first in shared_preload_libraries.
+for my $member (@members) {
+    my $server = $node{ $member->[0] };
+    $server->append_conf('postgresql.conf', "shared_preload_libraries = 'citus,snowflake'\n");
+    $server->start;
+    $server->safe_psql('postgres', 'CREATE EXTENSION citus; CREATE EXTENSION snowflake;');
+}
+my $coordinator = $node{coordinator};
+$coordinator->safe_psql('postgres',
+    sprintf("SELECT citus_set_coordinator_host('%s', %d)", $coordinator->host, $coordinator->port));
+for my $name ('worker1', 'worker2') {
+    $coordinator->safe_psql('postgres',
+        sprintf("SELECT citus_add_node('%s', %d)", $node{$name}->host, $node{$name}->port));
+}
+$coordinator->safe_psql('postgres', q(
+CREATE TABLE events (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), origin text NOT NULL);
+SELECT create_distributed_table('events', 'id');
+));
+
+# The distribution column is the id, so the node that takes the INSERT evaluates the default to
+# route the row: through the coordinator, the coordinator's generator.
+$coordinator->safe_psql('postgres', q(
+DO $$
+BEGIN
+    FOR i IN 1 .. 500 LOOP
+        INSERT INTO events (origin) VALUES ('coordinator, single rows');
+    END LOOP;
+END
+$$;
+INSERT INTO events (origin) SELECT 'coordinator, INSERT ... SELECT' FROM generate_series(1, 20000);
+));
+for my $name ('worker1', 'worker2') {
+    $node{$name}->safe_psql('postgres',
+        "INSERT INTO events (origin) SELECT '$name' FROM generate_series(1, 20000)");
+}
+
+is( $coordinator->safe_psql('postgres',
+        'SELECT count(*) || \' \' || count(DISTINCT id) FROM events'),
+    '60500 60500', 'all 60,500 ids in the distributed table are distinct');
+is( $coordinator->safe_psql('postgres', q(
+SELECT string_agg(origin || ': ' || machine_ids, ', ' ORDER BY origin)
+FROM (SELECT origin, string_agg(DISTINCT snowflake_machine_id(id)::text, '/') AS machine_ids
+      FROM events GROUP BY origin) AS by_origin)),
+    'coordinator, INSERT ... SELECT: 1, coordinator, single rows: 1, worker1: 2, worker2: 3',
+    'each id carries the machine id of the node that evaluated the default');
+
+# A bound that leaves few rows, so that each shard's planner prefers its primary key.
+$coordinator->safe_psql('postgres', 'ANALYZE events');
+my $last_instant = $coordinator->safe_psql('postgres',
+    "SELECT snowflake_timestamp(max(id)) FROM events");
+my $plan = $coordinator->safe_psql('postgres', qq(
+EXPLAIN (COSTS OFF) SELECT count(*) FROM events WHERE snowflake_timestamp(id) >= '$last_instant'));
+like($plan, qr/Index (Only )?Scan using events_pkey_\d+ on events_\d+/,
+    'the shards answer a snowflake_timestamp(id) predicate with their primary keys');
+# The coordinator's hook adds the condition to the query it sends; each shard's hook adds it too.
+like($plan, qr/Index Cond: \(\(?id >= '\d+'::bigint\)?/,
+    'through the condition on the id that the hook adds');
+is( $coordinator->safe_psql('postgres',
+        "SELECT count(*) > 0 FROM events WHERE snowflake_timestamp(id) >= '$last_instant'"),
+    't', 'and the rows of that instant are found');
+
+$_->stop for values %node;
+done_testing();
