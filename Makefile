@@ -29,7 +29,7 @@ EXTRA_CLEAN = tmp_check_regress tmp_check_iso output_iso .pg_build_stamp test/un
 
 # The extension's version, from the control file: the library reports it (PostgreSQL 18's
 # pg_get_loaded_modules()) and the release is named after it.
-EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(dir $(firstword $(MAKEFILE_LIST)))snowflake.control)
+EXTVERSION := $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(dir $(firstword $(MAKEFILE_LIST)))snowflake.control)
 
 # -fno-exceptions is the error boundary: no C++ exception can exist to cross into PostgreSQL.
 # PostgreSQL headers before 16 still use the register keyword that C++17 removed.
@@ -56,7 +56,7 @@ BITCODE_CXXFLAGS += $(SNOWFLAKE_CXXFLAGS)
 PG_BUILD_STAMP = .pg_build_stamp
 $(shell echo '$(PG_CONFIG) $(VERSION)' | cmp -s - $(PG_BUILD_STAMP) || \
 	echo '$(PG_CONFIG) $(VERSION)' > $(PG_BUILD_STAMP))
-$(OBJS) $(OBJS:.o=.bc): $(wildcard src/core/*.hpp src/pg/*.hpp) $(PG_BUILD_STAMP)
+$(OBJS) $(OBJS:.o=.bc): $(wildcard $(srcdir)/src/core/*.hpp $(srcdir)/src/pg/*.hpp) $(PG_BUILD_STAMP)
 
 CORE_SOURCES = src/core/codec.cpp src/core/generator.cpp src/core/mark_file.cpp
 CORE_HEADERS = $(wildcard src/core/*.hpp)
@@ -95,7 +95,7 @@ test/bench/core_bench: $(CORE_SOURCES) $(CORE_HEADERS) test/bench/core_bench.cpp
 
 # The release zip that PGXN and its client take, built from the committed tree (HEAD):
 # make dist [DISTDIR=directory]. It is named after META.json's version.
-DISTVERSION = $(shell sed -n 's/^    "version": "\(.*\)",$$/\1/p' $(srcdir)/META.json)
+DISTVERSION := $(shell sed -n 's/^    "version": "\(.*\)",$$/\1/p' $(srcdir)/META.json)
 DISTDIR ?= .
 dist:
 	git -C $(srcdir) archive --format=zip --prefix=$(EXTENSION)-$(DISTVERSION)/ \

@@ -29,12 +29,14 @@ SELECT p.oid::regprocedure AS function_without_comment
 FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
 WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'snowflake')
   AND obj_description(p.oid, 'pg_proc') IS NULL;
--- PostgreSQL 18 makes the implicit array types members of the extension too, without a comment
--- (expected/info_1.out).
+-- The implicit array type of each composite type is left out: it says nothing beyond its element
+-- type, and only PostgreSQL 18 makes it a member of the extension.
 SELECT t.oid::regtype AS type_without_comment
 FROM pg_type t JOIN pg_depend d ON d.objid = t.oid AND d.classid = 'pg_type'::regclass
 WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'snowflake')
-  AND obj_description(t.oid, 'pg_type') IS NULL;
+  AND NOT EXISTS (SELECT 1 FROM pg_type element WHERE element.typarray = t.oid)
+  AND obj_description(t.oid, 'pg_type') IS NULL
+ORDER BY t.oid::regtype::text;
 
 -- Volatility, strictness and parallel safety are part of the contract too.
 SELECT p.proname AS function, pg_get_function_arguments(p.oid) AS arguments,

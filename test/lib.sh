@@ -5,6 +5,9 @@
 # PG_CONFIG may name the pg_config of any installed PostgreSQL 15 or later; without it, Debian's
 # PostgreSQL 15 is installed from the package registry and used.
 
+# Sourced once: the settings below are read-only.
+[ -n "${SNOWFLAKE_TEST_LIB:-}" ] && return 0
+readonly SNOWFLAKE_TEST_LIB=1
 readonly DEBIAN_PG_MAJOR=15
 readonly DEBIAN_PG_CONFIG=/usr/lib/postgresql/$DEBIAN_PG_MAJOR/bin/pg_config
 PG_CONFIG=${PG_CONFIG:-$DEBIAN_PG_CONFIG}
@@ -39,7 +42,6 @@ install_dependencies() {
         echo "PG_CONFIG=$PG_CONFIG is not a working pg_config" >&2
         return 1
     fi
-    readonly PG_BINDIR
     echo "Testing against $("$PG_BINDIR/postgres" --version) ($PG_CONFIG)"
 }
 

@@ -15,6 +15,7 @@ extern "C" {
 
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
+#include "common/int.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "lib/stringinfo.h"
@@ -174,13 +175,17 @@ bool query_within(PGconn *connection, TimestampTz deadline, int timeout_ms, Peer
         const int64 local_unix_us =
             (sent_us + received_us) / 2 +
             (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * static_cast<int64>(USECS_PER_DAY);
-        report->clock_offset_ms = (peer_unix_us - local_unix_us) / 1000;
+        // A hostile peer may send any number: an offset past int64 counts as the largest one.
+        int64 offset_us;
+        if (pg_sub_s64_overflow(peer_unix_us, local_unix_us, &offset_us)) {
+            offset_us = peer_unix_us > 0 ? PG_INT64_MAX : PG_INT64_MIN;
+        }
+        report->clock_offset_ms = offset_us / 1000;
         report->extension_installed = strcmp(PQgetvalue(result, 0, 3), "t") == 0;
     }
+    // Nothing more is read: the caller closes the connection, so a peer that never says it is
+    // ready again cannot hold this backend.
     PQclear(result);
-    while ((result = PQgetResult(connection)) != nullptr) {
-        PQclear(result);
-    }
     return ok;
 }
 
@@ -282,13 +287,20 @@ Tuplestorestate *begin_result_set(FunctionCallInfo fcinfo, TupleDesc *tupdesc) {
 // nothing would pass, so a missing or empty list is an error, not an empty result.
 Datum snowflake_check_peers(PG_FUNCTION_ARGS) {
     const char *argument_names[] = {"peers", "max_clock_offset_ms", "timeout_ms"};
+    const char *argument_hints[] = {
+        "List the connection strings of every other server that generates ids, such as "
+        "ARRAY['host=shard1 port=5432 dbname=app'].",
+        "Give the largest clock difference to accept, in milliseconds, or leave the argument out "
+        "for the default of 10000.",
+        "Give the time allowed for each peer, in milliseconds, or leave the argument out for the "
+        "default of 5000.",
+    };
     for (int i = 0; i < PG_NARGS(); i++) {
         if (PG_ARGISNULL(i)) {
             ereport(ERROR,
                     (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
                      errmsg("%s of snowflake_check_peers() must not be NULL", argument_names[i]),
-                     errhint("List the connection strings of every other server that generates "
-                             "ids, such as ARRAY['host=shard1 port=5432 dbname=app'].")));
+                     errhint("%s", argument_hints[i])));
         }
     }
     ArrayType *peers = PG_GETARG_ARRAYTYPE_P(0);
@@ -296,7 +308,8 @@ Datum snowflake_check_peers(PG_FUNCTION_ARGS) {
     const int timeout_ms = PG_GETARG_INT32(2);
     if (max_offset_ms < 0 || timeout_ms <= 0) {
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                        errmsg("max_clock_offset_ms must be at least 0 and timeout_ms above 0")));
+                        errmsg("max_clock_offset_ms must be at least 0 and timeout_ms above 0"),
+                        errhint("Leave either argument out for its default (10000 and 5000 ms).")));
     }
     Datum *elements;
     bool *nulls;
@@ -312,12 +325,13 @@ Datum snowflake_check_peers(PG_FUNCTION_ARGS) {
     }
 
     // Every connection string is validated before any connection is made.
-    auto *reports = static_cast<PeerReport *>(palloc0(sizeof(PeerReport) * Max(count, 1)));
-    auto **conninfos = static_cast<char **>(palloc0(sizeof(char *) * Max(count, 1)));
+    auto *reports = static_cast<PeerReport *>(palloc0(sizeof(PeerReport) * count));
+    auto **conninfos = static_cast<char **>(palloc0(sizeof(char *) * count));
     for (int i = 0; i < count; i++) {
         if (nulls[i]) {
             ereport(ERROR,
-                    (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("peer %d is NULL", i + 1)));
+                    (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("peer %d is NULL", i + 1),
+                     errhint("Remove it from the list, or give its connection string.")));
         }
         conninfos[i] = TextDatumGetCString(elements[i]);
         char *parse_error = nullptr;

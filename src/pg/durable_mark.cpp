@@ -20,16 +20,18 @@ extern "C" {
 #include "postgres.h"
 
 #include "access/xlog.h"
+#include "access/xlog_internal.h"
+#include "access/xloginsert.h"
+#include "access/xlogreader.h"
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "replication/syncrep.h"
+#include "replication/walsender.h"
 #include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "utils/wait_event.h"
-#include "access/xlog_internal.h"
-#include "access/xloginsert.h"
-#include "access/xlogreader.h"
-#include "lib/stringinfo.h"
 }
 
 #include <algorithm>
@@ -109,9 +111,11 @@ void record_unreadable_mark_file(SnowflakeShared *shared, int file_errno) {
 }
 
 // When the postmaster exits normally (a fast, smart or immediate stop), every backend is gone and
-// every id issued is in the state word, so the exact last timestamp replaces the lease and the
-// next start has nothing to wait out. At a crash re-initialisation (code 1) the lease stays: the
-// memory a crashed backend could have scribbled on is not trusted.
+// every id issued is in the state word, so the exact last timestamp replaces the lease: after a
+// fast or smart stop the next start has nothing to wait out (after an immediate one, crash
+// recovery replays the last mark records, whose lease is waited out). At a crash
+// re-initialisation (code 1) the lease stays: the memory a crashed backend could have scribbled
+// on is not trusted.
 void save_final_mark(int code, Datum) {
     SnowflakeShared *shared = snowflake_shared;
     if (code != 0 || shared == nullptr || shared->mark_file_state != MarkFileState::kUsable) {
@@ -184,18 +188,25 @@ XLogRecPtr log_mark(int64 mark_unix_ms) {
     return end;
 }
 
-// Whether the synchronous standbys, if synchronous_standby_names names any, have flushed the WAL
-// up to lsn. Then a failover to one of them cannot reissue an id under the mark of that record.
-bool standbys_have(XLogRecPtr lsn) {
-    return !snowflake_synchronous_standbys_defined() ||
-           snowflake_synchronous_standbys_flushed_lsn() >= lsn;
+// Whether synchronous standbys are asked for, as PostgreSQL itself decides before a commit waits
+// (no walsenders, or single-user mode, means none), whatever this session's synchronous_commit.
+bool synchronous_standbys_named() {
+    return max_wal_senders > 0 && IsUnderPostmaster && SyncRepStandbyNames != nullptr &&
+           SyncRepStandbyNames[0] != '\0';
 }
+
+// Whether the synchronous standbys, if any are named, have flushed the WAL up to lsn. Then a
+// failover to one of them cannot reissue an id under the mark of that record.
+bool standbys_have(XLogRecPtr lsn) {
+    return !synchronous_standbys_named() || snowflake_synchronous_standbys_flushed_lsn() >= lsn;
+}
+
+// The longest pause between two looks at the standbys' position.
+constexpr long kSynchronousPollMaxMs = 16;
 
 // Walsenders wake only the waiters in their own queue, which is for commits; this wait polls
 // instead, backing off to kSynchronousPollMaxMs, and a cancel or statement_timeout ends it with
 // an error before any id under the new mark is issued.
-constexpr long kSynchronousPollMaxMs = 16;
-
 void wait_for_synchronous_standbys(XLogRecPtr lsn) {
     long poll_ms = 1;
     while (!standbys_have(lsn)) {

@@ -190,8 +190,7 @@ Expr *column_condition(int strategy, Var *column, Oid helper, Node *bound) {
 // timestamp is before, so "id < snowflake_min_id(t)" is exact only up to then. A constant is
 // checked now; a bound known only at run time gets "id <= snowflake_max_id(t)", which holds too
 // and costs at most the rows of one more millisecond.
-List *conditions_for_less_than(Var *column, Node *bound) {
-    const ExtensionFunctions &helpers = known_functions;
+List *conditions_for_less_than(Var *column, Node *bound, const ExtensionFunctions &helpers) {
     if (!IsA(bound, Const)) {
         return list_of(column_condition(BTLessEqualStrategyNumber, column, helpers.max_id, bound));
     }
@@ -236,7 +235,9 @@ List *column_conditions_for(Node *clause, RewriteContext *context) {
         // t < snowflake_timestamp(id) is snowflake_timestamp(id) > t.
         strategy = BTMaxStrategyNumber + 1 - strategy;
     }
-    const ExtensionFunctions &helpers = known_functions;
+    // A copy, taken while it is the function just recognised: the catalog lookups below may
+    // process invalidations that reset known_functions.
+    const ExtensionFunctions helpers = known_functions;
     if (column == nullptr || !is_query_constant(bound)) {
         return NIL;
     }
@@ -246,7 +247,7 @@ List *column_conditions_for(Node *clause, RewriteContext *context) {
     }
     switch (strategy) {
         case BTLessStrategyNumber:
-            return conditions_for_less_than(column, bound);
+            return conditions_for_less_than(column, bound, helpers);
         case BTLessEqualStrategyNumber:
             return list_of(
                 column_condition(BTLessEqualStrategyNumber, column, helpers.max_id, bound));

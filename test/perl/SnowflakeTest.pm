@@ -11,7 +11,7 @@ use Test::More;
 use Time::HiRes qw(usleep);
 
 our @EXPORT = qw(snowflake_node start_with_clock set_clock_offset error_of have_libfaketime
-  max_id kill9_and_wait);
+  max_id kill9_and_wait set_and_reload);
 
 # Debian's multiarch path of libfaketime, whatever the architecture.
 my ($libfaketime) = glob('/usr/lib/*/faketime/libfaketime.so.1');
@@ -57,6 +57,20 @@ sub start_with_clock {
     local $ENV{FAKETIME_NO_CACHE} = '1';
     local $ENV{FAKETIME_DONT_FAKE_MONOTONIC} = '1';
     return $node->start(%params);
+}
+
+# ALTER SYSTEM SET (or, without a value, RESET) and a reload, then waits until a new session
+# sees the setting as SHOW prints it: pg_ctl reload returns before the server has read the file.
+# A value is given as SHOW prints it ('5s', not '5000').
+sub set_and_reload {
+    my ($node, $name, $value) = @_;
+    $node->safe_psql('postgres',
+        defined $value ? "ALTER SYSTEM SET $name = '$value'" : "ALTER SYSTEM RESET $name");
+    $node->reload;
+    my $shown = $value // $node->safe_psql('postgres',
+        "SELECT boot_val FROM pg_settings WHERE name = '$name'");
+    $node->poll_query_until('postgres', "SELECT current_setting('$name') = '$shown'")
+      or die "the reload did not set $name to $shown";
 }
 
 # Runs SQL that must fail and returns psql's verbose error text ("ERROR:  SQLSTATE: ...").

@@ -42,8 +42,7 @@ $error = error_of($primary, 'SELECT snowflake_nextval()');
 like($error, qr/ERROR:  55000: snowflake.datacenter_id is not set/, 'unset datacenter id: 55000');
 like($error, qr/HINT:  Set snowflake.datacenter_id to a value from 0 to 31/, 'with a hint');
 
-$primary->safe_psql('postgres', 'ALTER SYSTEM SET snowflake.datacenter_id = 4');
-$primary->reload;
+set_and_reload($primary, 'snowflake.datacenter_id', '4');
 $error = error_of($primary, 'SELECT snowflake_nextval()');
 like($error, qr/ERROR:  55000: snowflake.machine_id is not set/, 'unset machine id: 55000');
 
@@ -60,8 +59,7 @@ like($error,
     qr/60001 ms is outside the valid range for parameter "snowflake.max_clock_rollback_wait" \(0( ms)? \.\. 60000( ms)?\)/,
     'out-of-range rollback wait refused with its range');
 
-$primary->safe_psql('postgres', 'ALTER SYSTEM SET snowflake.machine_id = 9');
-$primary->reload;
+set_and_reload($primary, 'snowflake.machine_id', '9');
 is( $primary->safe_psql(
         'postgres',
         'SELECT snowflake_datacenter_id(id) || \'/\' || snowflake_machine_id(id) '
@@ -117,8 +115,7 @@ like($error, qr/ERROR:  55000: snowflake.datacenter_id is not set/, 'rejected va
 like($error,
     qr/DETAIL:  At server start the configuration set it to "32", which was rejected: it must be an integer from 0 to 31/,
     'the error names the rejected value');
-$misconfigured->safe_psql('postgres', 'ALTER SYSTEM SET snowflake.datacenter_id = 5');
-$misconfigured->reload;
+set_and_reload($misconfigured, 'snowflake.datacenter_id', '5');
 $error = error_of($misconfigured, 'SELECT snowflake_nextval()');
 like($error, qr/ERROR:  55000: snowflake.machine_id is not set/, 'misspelt name: unset, 55000');
 like($error, qr/DETAIL:  A value outside 0 to 31, or a misspelt snowflake.\* line, in the configuration leaves it unset/,

@@ -29,8 +29,7 @@ sub info {
 }
 
 sub set_rollback_wait {
-    $node->safe_psql('postgres', "ALTER SYSTEM SET snowflake.max_clock_rollback_wait = '$_[0]'");
-    $node->reload;
+    set_and_reload($node, 'snowflake.max_clock_rollback_wait', $_[0]);
 }
 
 # Inserts one id and returns it; dies on error so the caller sees the failure.
@@ -64,7 +63,7 @@ my $after_wait = insert_id();
 cmp_ok($after_wait, '>', $max_before, 'after waiting out the step the id is above all before');
 
 # The wait is cancellable: statement_timeout ends it, and the state stays as it was.
-set_rollback_wait('60s');
+set_rollback_wait('1min');
 set_clock_offset($clock_file, '-35');
 $state_before = info();
 (undef, undef, $err) = $node->psql('postgres',

@@ -69,8 +69,7 @@ check_phase('after_immediate', $max);
 # kill -9 of the postmaster right after generating at full speed, and the clock 1 s behind when it
 # comes back: only the lease in the mark file keeps the new ids above the old ones. (A wait bound
 # covers the case where the restart outlasts the rest of the lease, so that either path waits.)
-$node->safe_psql('postgres', q(ALTER SYSTEM SET snowflake.max_clock_rollback_wait = '5s'));
-$node->reload;
+set_and_reload($node, 'snowflake.max_clock_rollback_wait', '5s');
 generate('before_postmaster_kill', 200_000);
 $max = max_id($node, 'issued');
 kill9_and_wait($node);
@@ -79,8 +78,7 @@ start_with_clock($node, $clock_file);
 mark_covers($max, 'after kill -9 of the postmaster');
 generate('after_postmaster_kill', 100_000);
 check_phase('after_postmaster_kill', $max);
-$node->safe_psql('postgres', q(ALTER SYSTEM RESET snowflake.max_clock_rollback_wait));
-$node->reload;
+set_and_reload($node, 'snowflake.max_clock_rollback_wait');
 set_clock_offset($clock_file, '+0');
 
 # kill -9 of one backend while three others generate in small committed batches.
@@ -127,8 +125,7 @@ my $error = error_of($node, 'SELECT snowflake_nextval()');
 like($error, qr/ERROR:  58000: clock moved backwards by \d+ ms/,
     'a clock 30 s behind the saved mark is refused with 58000');
 is(max_id($node, 'issued'), $max, 'nothing was issued by the refused call');
-$node->safe_psql('postgres', q(ALTER SYSTEM SET snowflake.max_clock_rollback_wait = '40s'));
-$node->reload;
+set_and_reload($node, 'snowflake.max_clock_rollback_wait', '40s');
 generate('after_clock_back', 1000);
 check_phase('after_clock_back', $max);
 

@@ -55,8 +55,7 @@ $standby->promote;
 $error = error_of($standby, 'SELECT snowflake_nextval()');
 like($error, qr/ERROR:  58000: clock moved backwards by \d+ ms/,
     'after promotion a clock behind the old primary is refused, not reused');
-$standby->safe_psql('postgres', q(ALTER SYSTEM SET snowflake.max_clock_rollback_wait = '20s'));
-$standby->reload;
+set_and_reload($standby, 'snowflake.max_clock_rollback_wait', '20s');
 $standby->safe_psql('postgres',
     "INSERT INTO issued SELECT snowflake_nextval(), 'promoted' FROM generate_series(1, 100000)");
 

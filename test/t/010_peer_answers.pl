@@ -65,6 +65,8 @@ my $port = $listener->sockport;
 my @answers = ([0, 4], [2, 4], [1, 3]);
 my $server_pid = fork() // die "fork: $!";
 if ($server_pid == 0) {
+    # However the test ends, the imitation peer does not outlive it for long.
+    alarm 60;
     for my $answer (@answers) {
         my $socket = $listener->accept or exit 1;
         serve_connection($socket, @$answer);
@@ -73,6 +75,9 @@ if ($server_pid == 0) {
     exit 0;
 }
 close $listener;
+# If the test dies before the peer has served every connection, the peer must not keep prove
+# waiting for its output.
+END { kill 'KILL', $server_pid if $server_pid; }
 
 my $node = snowflake_node('checker');
 $node->start;
@@ -89,6 +94,7 @@ for my $answer (@answers) {
 }
 waitpid($server_pid, 0);
 is($?, 0, 'the imitation peer served every connection');
+$server_pid = 0;
 
 $node->stop;
 done_testing();
