@@ -95,7 +95,7 @@ test/bench/core_bench: $(CORE_SOURCES) $(CORE_HEADERS) test/bench/core_bench.cpp
 
 # The release zip that PGXN and its client take, built from the committed tree (HEAD):
 # make dist [DISTDIR=directory]. It is named after META.json's version.
-DISTVERSION := $(shell sed -n 's/^    "version": "\(.*\)",$$/\1/p' $(srcdir)/META.json)
+DISTVERSION = $(shell sed -n 's/^    "version": "\(.*\)",$$/\1/p' $(srcdir)/META.json)
 DISTDIR ?= .
 dist:
 	git -C $(srcdir) archive --format=zip --prefix=$(EXTENSION)-$(DISTVERSION)/ \

@@ -127,7 +127,11 @@ void save_final_mark(int code, Datum) {
     }
 }
 
-// No id is registered for this extension yet on the PostgreSQL wiki's list; see README.
+// The resource manager id of the mark records: 128, RM_EXPERIMENTAL_ID, the id PostgreSQL sets
+// aside for extensions that have not registered one (README "Limits" says how an id is
+// registered). Every record in WAL carries it, and only a library that registers the same id can
+// replay them: a release that changes it must replay both ids until no WAL of the old one is left
+// anywhere, standbys and archives included.
 constexpr RmgrId kSnowflakeRmgrId = RM_EXPERIMENTAL_ID;
 constexpr uint8 kXlogMark = 0x00;
 

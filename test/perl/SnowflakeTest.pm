@@ -28,7 +28,9 @@ sub have_libfaketime {
 sub snowflake_node {
     my ($name, %options) = @_;
     my $node = PostgreSQL::Test::Cluster->new($name);
-    $node->init(allows_streaming => $options{allows_streaming} // 0);
+    $node->init(
+        allows_streaming => $options{allows_streaming} // 0,
+        has_archiving => $options{has_archiving} // 0);
     my $datacenter = $options{datacenter_id} // 1;
     my $machine = $options{machine_id} // 1;
     $node->append_conf('postgresql.conf', qq(

@@ -16,8 +16,9 @@ plan skip_all => 'libfaketime is not installed' unless have_libfaketime();
 
 my $clock_file = "$PostgreSQL::Test::Utils::tmp_check/clock_offset_004";
 my $node = snowflake_node('restarts', datacenter_id => 5, machine_id => 6);
-# The test framework turns crash restarts off; the backend kill below needs one.
-$node->append_conf('postgresql.conf', "restart_after_crash = on\n");
+# The test framework turns crash restarts off, which the backend kill below needs, and fsync off,
+# which would leave the mark file's fsyncs untested.
+$node->append_conf('postgresql.conf', "restart_after_crash = on\nfsync = on\n");
 start_with_clock($node, $clock_file);
 $node->safe_psql('postgres', q(
 CREATE EXTENSION snowflake;
