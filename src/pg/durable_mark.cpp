@@ -45,6 +45,20 @@ namespace {
 
 constexpr char kMarkTempFileName[] = "snowflake_mark.tmp";
 
+// What every failure to write the mark tells the operator.
+constexpr char kWriteFailureDetail[] =
+    "No id past the current mark is issued until the mark can be written.";
+constexpr char kWriteFailureHint[] =
+    "Give the server's operating-system user write access to the data directory and free space "
+    "in it; generation resumes by itself once the file can be written.";
+
+// Reports a failed step of writing the mark file at elevel; errno says why.
+void report_write_failure(int elevel, const char *step, const char *file_name) {
+    ereport(elevel, (errcode_for_file_access(),
+                     errmsg("could not %s snowflake mark file \"%s\": %m", step, file_name),
+                     errdetail("%s", kWriteFailureDetail), errhint("%s", kWriteFailureHint)));
+}
+
 // Writes the mark to a temporary file and renames it into place; durable_rename fsyncs the file
 // and the directory. The temporary file is created anew, so that whatever stood at its name (a
 // FIFO would block the open for ever) is replaced or reported. Returns false after reporting at
@@ -52,16 +66,12 @@ constexpr char kMarkTempFileName[] = "snowflake_mark.tmp";
 bool write_mark_file(int64 mark_unix_ms, int elevel) {
     const snowflake::MarkFileText text = snowflake::format_mark_file(mark_unix_ms);
     if (unlink(kMarkTempFileName) != 0 && errno != ENOENT) {
-        ereport(elevel,
-                (errcode_for_file_access(),
-                 errmsg("could not remove snowflake mark file \"%s\": %m", kMarkTempFileName)));
+        report_write_failure(elevel, "remove", kMarkTempFileName);
         return false;
     }
     const int fd = OpenTransientFile(kMarkTempFileName, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY);
     if (fd < 0) {
-        ereport(elevel,
-                (errcode_for_file_access(),
-                 errmsg("could not create snowflake mark file \"%s\": %m", kMarkTempFileName)));
+        report_write_failure(elevel, "create", kMarkTempFileName);
         return false;
     }
     errno = 0;
@@ -69,18 +79,23 @@ bool write_mark_file(int64 mark_unix_ms, int elevel) {
         const int write_errno = errno != 0 ? errno : ENOSPC;
         CloseTransientFile(fd);
         errno = write_errno;
-        ereport(elevel,
-                (errcode_for_file_access(),
-                 errmsg("could not write snowflake mark file \"%s\": %m", kMarkTempFileName)));
+        report_write_failure(elevel, "write", kMarkTempFileName);
         return false;
     }
     if (CloseTransientFile(fd) != 0) {
-        ereport(elevel,
-                (errcode_for_file_access(),
-                 errmsg("could not close snowflake mark file \"%s\": %m", kMarkTempFileName)));
+        report_write_failure(elevel, "close", kMarkTempFileName);
         return false;
     }
-    return durable_rename(kMarkTempFileName, kMarkFileName, elevel) == 0;
+    // durable_rename logs the system's reason itself; the error that follows says what to do.
+    if (durable_rename(kMarkTempFileName, kMarkFileName, LOG) != 0) {
+        ereport(elevel,
+                (errcode_for_file_access(),
+                 errmsg("could not put snowflake mark file \"%s\" in place", kMarkFileName),
+                 errdetail("%s The server log has the system's reason.", kWriteFailureDetail),
+                 errhint("%s", kWriteFailureHint)));
+        return false;
+    }
+    return true;
 }
 
 // Several processes may raise the same shared value; none may lower it.
