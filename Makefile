@@ -10,7 +10,9 @@ OBJS = \
 	src/pg/codec_functions.o \
 	src/pg/durable_mark.o \
 	src/pg/generate.o \
+	src/pg/keys_floor.o \
 	src/pg/module.o \
+	src/pg/restored_copy.o \
 	src/pg/time_predicates.o
 DATA = src/sql/snowflake--1.0.sql src/sql/snowflake--1.0--1.1.sql \
 	src/sql/snowflake--1.1--1.2.sql

@@ -269,7 +269,16 @@ void snowflake_restore_durable_mark(SnowflakeShared *shared) {
     if (lstat(kMarkFileName, &status) != 0) {
         if (errno != ENOENT) {
             record_unreadable_mark_file(shared, errno);
+            return;
         }
+        shared->keys_floor_pending.store(true, std::memory_order_relaxed);
+        ereport(LOG,
+                (errmsg("snowflake mark file \"%s\" not found", kMarkFileName),
+                 errdetail("This is expected at the first start of a new data directory. After "
+                           "pg_upgrade, a restore without the file or its removal, the highest "
+                           "id this server issued is unknown: the first snowflake_nextval() in "
+                           "each database raises the generator above the highest key of every "
+                           "column whose default is snowflake_nextval().")));
         return;
     }
     if (!S_ISREG(status.st_mode)) {

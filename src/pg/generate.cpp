@@ -162,6 +162,20 @@ void wait_or_refuse_clock_behind(SnowflakeShared *shared, int64 last_unix_ms, in
     pg_unreachable();
 }
 
+// Whether this backend passed the checks before its first id; an error in them leaves it false,
+// so the next call checks again.
+bool first_id_checked = false;
+
+// Once per backend: the floor from keys after a start without a mark file (keys_floor.cpp) and
+// the warning of a restored copy (restored_copy.cpp).
+void check_before_first_id(SnowflakeShared *shared, Oid nextval_oid) {
+    if (shared->keys_floor_pending.load(std::memory_order_relaxed)) {
+        snowflake_check_database_keys(shared, nextval_oid);
+    }
+    snowflake_warn_if_restored_copy(shared);
+    first_id_checked = true;
+}
+
 }  // namespace
 
 // The one generator of the instance: every backend and parallel worker draws from shared memory.
@@ -170,6 +184,9 @@ Datum snowflake_nextval(PG_FUNCTION_ARGS) {
     refuse_during_recovery();
     const snowflake::Node node = configured_node();
     snowflake_require_usable_mark(shared);
+    if (!first_id_checked) {
+        check_before_first_id(shared, fcinfo->flinfo->fn_oid);
+    }
     bool counted_sequence_wait = false;
     bool counted_clock_rollback = false;
     for (;;) {

@@ -92,6 +92,7 @@ void attach_shared_memory() {
             new (&counters[i]) IdCounter();
         }
         snowflake_restore_durable_mark(shared);
+        snowflake_note_start_from_backup(shared);
     }
     LWLockRelease(AddinShmemInitLock);
     snowflake_shared = shared;

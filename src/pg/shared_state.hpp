@@ -26,6 +26,9 @@ enum class MarkFileState : uint32_t {
     kUnreadable,      // present but could not be read; mark_file_errno says why
 };
 
+// How many databases shared memory remembers as checked by the floor from keys (keys_floor.cpp).
+inline constexpr uint32_t kMaxCheckedDatabases = 64;
+
 // The shared state: the generator word on a cache line of its own; the durable mark, read on
 // every call and written about twice a second, on another; then the rare-event counters.
 // counter_count IdCounter slots follow the struct in the same shared-memory segment.
@@ -41,9 +44,20 @@ struct SnowflakeShared {
     // durable_mark_ms once the synchronous standbys, if any, have flushed that record too.
     std::atomic<int64_t> logged_mark_ms{0};
     std::atomic<uint64_t> logged_mark_lsn{0};
+    // Set at start-up when there was no mark file: the first snowflake_nextval() in each database
+    // raises the generator above the keys already stored (keys_floor.cpp).
+    std::atomic<bool> keys_floor_pending{false};
+    // The file that marked this start as one from a backup (restored_copy.cpp), or empty, and
+    // the node ids then: a warning lasts until they change.
+    char started_by[16] = {};
+    int start_datacenter_id = -1;
+    int start_machine_id = -1;
     MarkFileState mark_file_state = MarkFileState::kUsable;
     int mark_file_errno = 0;
     LWLock *mark_lock = nullptr;
+    // The databases whose keys raised the generator since the start, under mark_lock.
+    uint32_t checked_database_count = 0;
+    Oid checked_databases[kMaxCheckedDatabases] = {};
     alignas(64) std::atomic<uint64_t> sequence_waits{0};
     std::atomic<uint64_t> clock_rollbacks{0};
     std::atomic<uint64_t> unslotted_ids{0};
@@ -82,6 +96,18 @@ void snowflake_require_usable_mark(const SnowflakeShared *shared);
 // then shared memory. With wait false it leaves the work to whoever already holds the lock and
 // does not wait for standbys.
 void snowflake_extend_durable_mark(SnowflakeShared *shared, int64_t now_unix_ms, bool wait);
+
+// After a start without a mark file, raises the generator above the highest key of this
+// database's columns whose default is the function nextval_oid, unless a backend of the same
+// database already did.
+void snowflake_check_database_keys(SnowflakeShared *shared, Oid nextval_oid);
+
+// At start-up, records and logs whether this server starts as a restored copy of another.
+void snowflake_note_start_from_backup(SnowflakeShared *shared);
+
+// Warns the session, before its first id, that this restored copy still has its original's
+// node ids.
+void snowflake_warn_if_restored_copy(const SnowflakeShared *shared);
 
 // Installs the planner hook of time_predicates.cpp.
 void snowflake_install_planner_hook();

@@ -1,0 +1,141 @@
+# pg_upgrade run the usual way, with no step for this extension, keeps ids unique: the new data
+# directory has no mark file, and the first snowflake_nextval() in each database raises the
+# generator above the keys already stored, even with the clock two minutes behind the old
+# cluster's last id. A removed mark file is covered the same way. The extension, created at 1.0
+# before the upgrade, then goes through every update script and ends equal to a fresh install.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use SnowflakeTest;
+
+plan skip_all => 'libfaketime is not installed' unless have_libfaketime();
+
+my $clock_file = "$PostgreSQL::Test::Utils::tmp_check/clock_offset_014";
+my $old = snowflake_node('old', datacenter_id => 3, machine_id => 4);
+$old->append_conf('postgresql.conf', "fsync = on\n");
+start_with_clock($old, $clock_file);
+$old->safe_psql('postgres', q(
+CREATE DATABASE shop;
+CREATE EXTENSION snowflake VERSION '1.0';
+CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), phase text NOT NULL);
+CREATE SCHEMA "Sales";
+CREATE TABLE "Sales"."Line items" (id bigint PRIMARY KEY DEFAULT snowflake_nextval(),
+    phase text NOT NULL) PARTITION BY RANGE (id);
+CREATE TABLE "Sales".early PARTITION OF "Sales"."Line items" FOR VALUES FROM (0) TO (MAXVALUE);
+));
+$old->safe_psql('shop', q(
+CREATE EXTENSION snowflake VERSION '1.0';
+CREATE TABLE carts (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), phase text NOT NULL);
+));
+$old->safe_psql('postgres',
+    "INSERT INTO orders (phase) SELECT 'before' FROM generate_series(1, 5000)");
+$old->safe_psql('shop', "INSERT INTO carts (phase) SELECT 'before' FROM generate_series(1, 5000)");
+# The last ids of the old cluster go to the partitioned table, so its key is the highest.
+$old->safe_psql('postgres',
+    q(INSERT INTO "Sales"."Line items" (phase) SELECT 'before' FROM generate_series(1, 5000)));
+my $old_max = $old->safe_psql('postgres', q(SELECT max(id) FROM "Sales"."Line items"));
+my $old_max_shop = max_id($old, 'carts', 'shop');
+$old->stop;
+
+my $new = snowflake_node('new', datacenter_id => 3, machine_id => 4);
+$new->append_conf('postgresql.conf', "fsync = on\n");
+# pg_upgrade writes its logs into the current directory's tree.
+chdir $PostgreSQL::Test::Utils::tmp_check;
+command_ok(
+    [
+        'pg_upgrade', '-d', $old->data_dir, '-D', $new->data_dir,
+        '-b', $old->config_data('--bindir'), '-B', $new->config_data('--bindir'),
+        '-s', $new->host, '-p', $old->port, '-P', $new->port
+    ],
+    'pg_upgrade with no step added for the extension');
+ok(!-e $new->data_dir . '/snowflake_mark', 'pg_upgrade does not carry the mark file');
+
+# The new cluster's clock is two minutes behind the old cluster's last id.
+set_clock_offset($clock_file, '-120');
+my $log_offset = -s $new->logfile // 0;
+start_with_clock($new, $clock_file);
+ok($new->wait_for_log(qr/snowflake mark file "snowflake_mark" not found/, $log_offset),
+    'a start without the mark file is logged');
+like(slurp_file($new->logfile, $log_offset),
+    qr/DETAIL:  This is expected at the first start of a new data directory\. After pg_upgrade/,
+    'the log says what a missing mark file means and what the extension does');
+
+my $error = error_of($new, "INSERT INTO orders (phase) VALUES ('clock behind')");
+like($error, qr/ERROR:  58000: clock moved backwards by \d+ ms/,
+    'with the clock behind the stored keys, generation is refused');
+ok($new->wait_for_log(
+        qr/raised the generator above key $old_max in database "postgres"/, $log_offset),
+    'the highest key of the database, in a partitioned table of another schema, raised it');
+is($new->safe_psql('postgres', "SELECT count(*) FROM orders WHERE phase <> 'before'"),
+    '0', 'nothing was issued below the old keys');
+
+set_clock_offset($clock_file, '+0');
+$new->safe_psql('postgres',
+    "INSERT INTO orders (phase) SELECT 'after' FROM generate_series(1, 5000)");
+is($new->safe_psql('postgres',
+        "SELECT count(*) FROM orders WHERE phase = 'after' AND id > $old_max"),
+    '5000', 'every id after the upgrade is above every id of the old cluster');
+
+# The other database is checked on its own first use; its keys are below the floor already.
+set_clock_offset($clock_file, '-120');
+$error = error_of($new, "INSERT INTO carts (phase) VALUES ('clock behind')", 'shop');
+like($error, qr/clock moved backwards/,
+    'the other database is refused too while the clock is behind');
+ok($new->wait_for_log(qr/raised the generator above key $old_max_shop in database "shop"/,
+        $log_offset),
+    'the other database was checked on its own first use');
+set_clock_offset($clock_file, '+0');
+$new->safe_psql('shop', "INSERT INTO carts (phase) SELECT 'after' FROM generate_series(1, 5000)");
+is($new->safe_psql('shop',
+        "SELECT count(*) FROM carts WHERE phase = 'after' AND id > $old_max_shop"),
+    '5000', 'the other database has only new ids above its old keys');
+
+# A removed mark file, with the clock behind again, is covered the same way.
+my $new_max = max_id($new, 'orders');
+$new->stop;
+unlink $new->data_dir . '/snowflake_mark' or die "unlink: $!";
+set_clock_offset($clock_file, '-120');
+$log_offset = -s $new->logfile;
+start_with_clock($new, $clock_file);
+$error = error_of($new, "INSERT INTO orders (phase) VALUES ('clock behind')");
+like($error, qr/clock moved backwards/, 'after the mark file is removed, the keys hold it up');
+ok($new->log_contains(qr/raised the generator above key $new_max in database "postgres"/,
+        $log_offset),
+    'the removed mark file is replaced by the highest key');
+set_clock_offset($clock_file, '+0');
+$new->safe_psql('postgres',
+    "INSERT INTO orders (phase) SELECT 'after removal' FROM generate_series(1, 1000)");
+is($new->safe_psql('postgres',
+        "SELECT count(*) FROM orders WHERE phase = 'after removal' AND id > $new_max"),
+    '1000', 'every id after the removal is above every stored key');
+is($new->safe_psql('postgres', 'SELECT count(*) - count(DISTINCT id) FROM orders'),
+    '0', 'one primary key holds the ids of before and after, without a duplicate');
+
+# ALTER EXTENSION UPDATE from 1.0 through every script ends where a fresh install starts.
+$new->safe_psql('postgres', 'ALTER EXTENSION snowflake UPDATE');
+$new->safe_psql('postgres', 'CREATE DATABASE fresh');
+$new->safe_psql('fresh', 'CREATE EXTENSION snowflake');
+my $objects = q(
+SELECT pg_describe_object(d.classid, d.objid, 0)
+       || coalesce(' ' || obj_description(d.objid, d.classid::regclass::text), '')
+       || CASE d.classid WHEN 'pg_proc'::regclass THEN ' ' || pg_get_functiondef(d.objid)
+          WHEN 'pg_type'::regclass THEN ' ' || (
+              SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod), ', '
+                                ORDER BY a.attnum)
+              FROM pg_type t JOIN pg_attribute a ON a.attrelid = t.typrelid
+              WHERE t.oid = d.objid AND a.attnum > 0)
+          ELSE '' END
+FROM pg_depend d JOIN pg_extension e ON d.refobjid = e.oid
+WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e' AND e.extname = 'snowflake'
+ORDER BY 1);
+is($new->safe_psql('postgres', 'SELECT extversion FROM pg_extension'),
+    $new->safe_psql('fresh', 'SELECT extversion FROM pg_extension'),
+    'ALTER EXTENSION UPDATE from 1.0 reaches the default version');
+is($new->safe_psql('postgres', $objects), $new->safe_psql('fresh', $objects),
+    'the updated extension has the same objects, definitions and comments as a fresh install');
+
+done_testing();
