@@ -12,7 +12,7 @@ readonly DEBIAN_PG_MAJOR=15
 readonly DEBIAN_PG_CONFIG=/usr/lib/postgresql/$DEBIAN_PG_MAJOR/bin/pg_config
 PG_CONFIG=${PG_CONFIG:-$DEBIAN_PG_CONFIG}
 readonly SERVER_USER=postgres
-APT_PACKAGES=(make g++ git clang-14 libclang-rt-14-dev libgtest-dev libipc-run-perl libfaketime
+APT_PACKAGES=(make gcc g++ git clang-14 libclang-rt-14-dev libgtest-dev libipc-run-perl libfaketime
     pgxnclient)
 if [ "$PG_CONFIG" = "$DEBIAN_PG_CONFIG" ]; then
     APT_PACKAGES+=(postgresql-$DEBIAN_PG_MAJOR postgresql-server-dev-$DEBIAN_PG_MAJOR)

@@ -49,8 +49,9 @@ constexpr char kMarkTempFileName[] = "snowflake_mark.tmp";
 constexpr char kWriteFailureDetail[] =
     "No id past the current mark is issued until the mark can be written.";
 constexpr char kWriteFailureHint[] =
-    "Give the server's operating-system user write access to the data directory and free space "
-    "in it; generation resumes by itself once the file can be written.";
+    "Fix what keeps the server from writing to its data directory (write access for its "
+    "operating-system user, free space, a failing device: the error and the server log say "
+    "which); generation resumes by itself once the file can be written.";
 
 // Reports a failed step of writing the mark file at elevel; errno says why.
 void report_write_failure(int elevel, const char *step, const char *file_name) {

@@ -1,19 +1,40 @@
-# The mark file cannot be written while ids are generated: the data directory made read-only, and
-# the file replaced by a directory. Generation stops with an error that says what to do before
+# The mark file cannot be written while ids are generated: the data directory made read-only, the
+# file replaced by a directory, a full disk and an fsync error (the last two injected by
+# test/faults/mark_faults.c, which fails only the mark file's calls). Generation stops with an error that says what to do before
 # any id past the current mark is issued, nothing issued before is repeated, and it resumes by
-# itself, without a restart, once the fault is fixed.
+# itself, without a restart, once the fault is fixed. On a standby, a mark that replay cannot write
+# stops the standby with the record named; once fixed, it starts and replays on.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(usleep);
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
 use SnowflakeTest;
 
-my $node = snowflake_node('storage', datacenter_id => 13, machine_id => 2);
+# The fault library, built here so that the test needs nothing but a C compiler.
+my $tmp = $PostgreSQL::Test::Utils::tmp_check;
+my $faults = "$tmp/mark_faults.so";
+my $fault_file = "$tmp/mark_fault";
+command_ok(['cc', '-shared', '-fPIC', '-o', $faults, "$FindBin::RealBin/../faults/mark_faults.c",
+        '-ldl'], 'the fault library builds');
+
+# Switches the injected fault: 'enospc', 'eio' or '' for none.
+sub inject {
+    unlink $fault_file;
+    PostgreSQL::Test::Utils::append_to_file($fault_file, $_[0]);
+}
+
+my $node = snowflake_node('storage', allows_streaming => 1, datacenter_id => 13, machine_id => 2);
 $node->append_conf('postgresql.conf', "fsync = on\n");
-$node->start;
+{
+    local $ENV{LD_PRELOAD} = $faults;
+    local $ENV{SNOWFLAKE_FAULT_FILE} = $fault_file;
+    inject('');
+    $node->start;
+}
 $node->safe_psql('postgres', q(
 CREATE EXTENSION snowflake;
 CREATE TABLE issued (id bigint PRIMARY KEY);
@@ -40,7 +61,7 @@ sub stops_then_resumes {
     my $error = error_of($node, 'INSERT INTO issued SELECT snowflake_nextval()');
     like($error, $message, "$what: generation stops with an error naming the file");
     like($error,
-        qr/HINT:  Give the server's operating-system user write access to the data directory/,
+        qr/HINT:  Fix what keeps the server from writing to its data directory/,
         "$what: the hint says what to do");
     is($node->safe_psql('postgres', 'SELECT ids_generated FROM snowflake_info()'),
         $issued, "$what: no id was issued past the mark");
@@ -62,9 +83,57 @@ stops_then_resumes(
     sub { rmdir $mark_file or die "rmdir: $!" },
     qr/ERROR:  42809: could not put snowflake mark file "snowflake_mark" in place/);
 
+stops_then_resumes(
+    'a full disk',
+    sub { inject('enospc') },
+    sub { inject('') },
+    qr/ERROR:  53100: could not write snowflake mark file "snowflake_mark.tmp": No space left/);
+
+my $log_offset = -s $node->logfile;
+stops_then_resumes(
+    'an fsync error',
+    sub { inject('eio') },
+    sub { inject('') },
+    qr/ERROR:  58030: could not put snowflake mark file "snowflake_mark" in place/);
+ok($node->log_contains(qr/could not fsync file "snowflake_mark.tmp": Input\/output error/,
+        $log_offset),
+    "an fsync error: the server log has the system's reason");
+
 is($node->safe_psql('postgres', 'SELECT count(*) - count(DISTINCT id) FROM issued'),
     '0', 'no id was repeated');
 ok(-f $mark_file, 'the mark file is written again');
 
+# A standby that cannot write a replayed mark stops rather than replay on with a mark that its
+# own restart would forget; its log names the file and the record.
+$node->backup('replay_base');
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($node, 'replay_base', has_streaming => 1);
+mkdir $standby->data_dir . '/snowflake_mark.tmp' or die "mkdir: $!";
+$standby->start;
+generate(100_000);
+sleep 2;
+generate(100_000);
+my $standby_pid_file = $standby->data_dir . '/postmaster.pid';
+for (1 .. 600) {
+    last unless -e $standby_pid_file;
+    usleep(100_000);
+}
+ok(!-e $standby_pid_file, 'the standby stops at a mark it cannot write');
+ok($standby->log_contains(
+        qr/FATAL:  could not remove snowflake mark file "snowflake_mark.tmp": Is a directory/),
+    'its log names the file and the reason');
+ok($standby->log_contains(qr/CONTEXT:  WAL redo at \S+ for snowflake\/MARK: mark_unix_ms \d+/),
+    'its log names the record being replayed');
+# The framework still counts the standby as running; a failing stop settles that.
+$standby->stop('fast', fail_ok => 1);
+rmdir $standby->data_dir . '/snowflake_mark.tmp' or die "rmdir: $!";
+$standby->start;
+$node->wait_for_catchup($standby);
+my $primary_max = max_id($node, 'issued');
+is($standby->safe_psql('postgres',
+        "SELECT persisted_mark >= snowflake_timestamp($primary_max) FROM snowflake_info()"),
+    't', "once fixed, the standby replays on and its mark covers every id of the primary");
+
+$standby->stop;
 $node->stop;
 done_testing();
