@@ -15,11 +15,12 @@ OBJS = \
 	src/pg/restored_copy.o \
 	src/pg/time_predicates.o
 DATA = src/sql/snowflake--1.0.sql src/sql/snowflake--1.0--1.1.sql \
-	src/sql/snowflake--1.1--1.2.sql
+	src/sql/snowflake--1.1--1.2.sql \
+	src/sql/snowflake--1.2--1.3.sql
 PGFILEDESC = "snowflake - Twitter-layout Snowflake ids"
 
 # pg_regress, pg_isolation_regress and prove each start their own throwaway servers.
-REGRESS = codec generate info errors time_predicates partitioning peers
+REGRESS = codec generate info errors time_predicates partitioning peers convert
 REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=test/snowflake.conf
 ISOLATION = interleaved_order
 ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_check_iso \

@@ -65,7 +65,7 @@ SELECT p.oid::regprocedure, p.proisstrict,
 FROM pg_proc p WHERE proname = 'snowflake_check_peers';
 SELECT count(*) FROM snowflake_check_peers('{}');
 
--- A fresh install is 1.2, with the same objects.
+-- A fresh install is the default version, with the same objects.
 DROP EXTENSION snowflake;
 CREATE EXTENSION snowflake;
 SELECT extversion FROM pg_extension WHERE extname = 'snowflake';

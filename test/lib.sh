@@ -13,7 +13,7 @@ readonly DEBIAN_PG_CONFIG=/usr/lib/postgresql/$DEBIAN_PG_MAJOR/bin/pg_config
 PG_CONFIG=${PG_CONFIG:-$DEBIAN_PG_CONFIG}
 readonly SERVER_USER=postgres
 APT_PACKAGES=(make gcc g++ git clang-14 libclang-rt-14-dev libgtest-dev libipc-run-perl libfaketime
-    pgxnclient)
+    pgxnclient python3-psycopg libpostgresql-jdbc-java default-jdk-headless)
 if [ "$PG_CONFIG" = "$DEBIAN_PG_CONFIG" ]; then
     APT_PACKAGES+=(postgresql-$DEBIAN_PG_MAJOR postgresql-server-dev-$DEBIAN_PG_MAJOR)
 fi
@@ -32,6 +32,8 @@ install_dependencies() {
         dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
             missing+=("$package")
     done
+    # Node.js may come from another source than Debian's packages, whose npm would conflict.
+    command -v npm >/dev/null || missing+=(nodejs npm)
     if [ "${#missing[@]}" -gt 0 ]; then
         echo "Installing: ${missing[*]}"
         as_root apt-get update -qq
@@ -71,12 +73,13 @@ make_scratch_dir() {
 }
 
 # Starts a throwaway server with the extension preloaded (node ids 7 and 13), its data in $1/data,
-# listening only on a socket in $1 on port $2. $1 must belong to the server user.
+# listening on a socket in $1 on port $2, and on TCP too if $3 names a loopback address. $1 must
+# belong to the server user.
 start_throwaway_server() {
-    local dir=$1 port=$2
+    local dir=$1 port=$2 listen=${3:-}
     as_server_user initdb -D "$dir/data" -A trust >/dev/null || return 1
     cat >>"$dir/data/postgresql.conf" <<CONF
-listen_addresses = ''
+listen_addresses = '$listen'
 port = $port
 unix_socket_directories = '$dir'
 shared_preload_libraries = 'snowflake'
