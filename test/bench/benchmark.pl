@@ -15,7 +15,7 @@ use Time::HiRes qw(time sleep);
 my $core_bench = shift @ARGV;
 my $repetitions = $ENV{BENCH_REPETITIONS} // 5;
 # A comma-separated list of case numbers to run, for working on one case; all by default.
-my %selected = map { $_ => 1 } split /,/, ($ENV{BENCH_CASES} // '1,2,3,4,5,6,7');
+my %selected = map { $_ => 1 } split /,/, ($ENV{BENCH_CASES} // '1,2,3,4,5,6,7,8');
 my $ceiling_ids_per_ms = 4096;
 my $work_dir = tempdir('snowflake-bench-XXXXXX', TMPDIR => 1, CLEANUP => 1);
 my $port = 54331;
@@ -496,6 +496,84 @@ sub servers {
     stop_server("$work_dir/data$_") for 2, 3;
 }
 
+# The tables of case 8, made anew: a serial key and two tables that reference it.
+sub fill_order_tables {
+    my ($session) = @_;
+    $session->query('DROP TABLE IF EXISTS invoices, order_lines, orders');
+    $session->query('CREATE TABLE orders (id serial PRIMARY KEY, note text NOT NULL)');
+    $session->query('CREATE TABLE order_lines (id bigserial PRIMARY KEY, '
+        . 'order_id integer NOT NULL REFERENCES orders (id), quantity integer NOT NULL)');
+    $session->query('CREATE TABLE invoices (id bigserial PRIMARY KEY, '
+        . 'order_id bigint NOT NULL REFERENCES orders (id))');
+    $session->query(q(INSERT INTO orders (note) SELECT 'order ' || g FROM generate_series(1, 1000000) g));
+    $session->query('INSERT INTO order_lines (order_id, quantity) SELECT id, 1 FROM orders');
+    $session->query('INSERT INTO invoices (order_id) SELECT id FROM orders WHERE id % 2 = 0');
+    $session->query('VACUUM ANALYZE orders, order_lines, invoices');
+    $session->query('CHECKPOINT');
+}
+
+# Case 8: snowflake_convert_column() on a 1,000,000-row serial table referenced by 1,000,000
+# integer and 500,000 bigint foreign keys, against the ALTER TABLE statements a user would write
+# for the same widening; then pg_dump and pg_restore of the converted tables into a new database.
+sub conversion {
+    my $session = Session->new;
+    my $fingerprint = q(SELECT (SELECT count(*) || ' ' || md5(string_agg(id::text, ',' ORDER BY id)) FROM orders)
+        || ' ' || (SELECT count(*) || ' ' || md5(string_agg(id || ':' || order_id, ',' ORDER BY id)) FROM order_lines)
+        || ' ' || (SELECT count(*) || ' ' || md5(string_agg(id || ':' || order_id, ',' ORDER BY id)) FROM invoices));
+    my @ways = (
+        [ 'snowflake_convert_column()', q(SELECT count(*) FROM snowflake_convert_column('orders', 'id')) ],
+        # One statement, so that psql's \timing covers both.
+        [ 'ALTER TABLE (widening only)', 'DO $$BEGIN ALTER TABLE orders ALTER COLUMN id TYPE bigint; '
+            . 'ALTER TABLE order_lines ALTER COLUMN order_id TYPE bigint; END$$' ],
+    );
+    my %ms;
+    for my $run (1 .. min($repetitions, 3)) {
+        for my $way (@ways) {
+            fill_order_tables($session);
+            push @{ $ms{ $way->[0] } }, $session->timed($way->[1]);
+        }
+    }
+    # The tables of the last conversion, dumped and restored.
+    fill_order_tables($session);
+    my ($before) = $session->query($fingerprint);
+    my $convert_ms = $session->timed($ways[0][1]);
+    my ($after) = $session->query($fingerprint);
+    my $dump_file = "$work_dir/converted.dump";
+    my $started = time;
+    run_or_die('pg_dump', '-Fc', '-t', 'orders', '-t', 'order_lines', '-t', 'invoices', '-f',
+        $dump_file, '-h', $work_dir, '-p', $port, 'postgres');
+    my $dump_s = time - $started;
+    $session->query('CREATE DATABASE restored');
+    run_or_die('psql', '-X', '-q', '-h', $work_dir, '-p', $port, '-d', 'restored', '-c',
+        'CREATE EXTENSION snowflake');
+    $started = time;
+    run_or_die('pg_restore', '--exit-on-error', '-j', $cores, '-h', $work_dir, '-p', $port, '-d',
+        'restored', $dump_file);
+    my $restore_s = time - $started;
+    my @in_restored = ('psql', '-X', '-q', '-A', '-t', '-h', $work_dir, '-p', $port, '-d', 'restored', '-c');
+    chomp(my $restored_fingerprint = run_or_die(@in_restored, $fingerprint));
+    chomp(my $fresh = run_or_die(@in_restored,
+        q(INSERT INTO orders (note) VALUES ('new') RETURNING id > 1000000)));
+    $session->query('DROP DATABASE restored');
+    $session->query('DROP TABLE invoices, order_lines, orders');
+    $session->close;
+
+    print "## 8. Converting a 1,000,000-row serial table\n\n";
+    print "`orders` (1,000,000 rows, `serial`) referenced by `order_lines` (1,000,000 rows, "
+      . "`integer`) and `invoices` (500,000 rows, `bigint`); median of "
+      . min($repetitions, 3) . " runs each, interleaved, after `VACUUM ANALYZE` and `CHECKPOINT`.\n\n";
+    my $alter = median(@{ $ms{ $ways[1][0] } });
+    table([ 'way', 'median ms', 'ms / ALTER TABLE ms' ],
+        map { [ $_->[0], fmt('%.0f', median(@{ $ms{ $_->[0] } })),
+            fmt('%.2f', median(@{ $ms{ $_->[0] } }) / $alter) ] } @ways);
+    table([ 'after', 'rows and key checksums (orders, order_lines, invoices)' ],
+        [ 'before the conversion', "`$before`" ], [ 'after the conversion', "`$after`" ],
+        [ 'after pg_dump -Fc and pg_restore', "`$restored_fingerprint`" ]);
+    printf "One conversion: %.0f ms; pg_dump -Fc %.1f s, pg_restore -j %d %.1f s; a new row in the "
+      . "restored database gets a Snowflake id above the old keys: %s.\n\n",
+      $convert_ms, $dump_s, $cores, $restore_s, $fresh eq 't' ? 'yes' : 'no';
+}
+
 # Case 6: the core alone, through Google Benchmark.
 sub core {
     print "## 6. The core alone (Google Benchmark)\n\n```\n";
@@ -519,5 +597,6 @@ decoding() if $selected{4};
 time_range() if $selected{5};
 core() if $selected{6};
 servers() if $selected{7};
+conversion() if $selected{8};
 stop_server($data_dir);
 printf "Total time: %.0f s\n", time - $started;
