@@ -89,6 +89,22 @@ SELECT column_shape('"Shop Floor".items_2026', 'Item Id');
 INSERT INTO "Shop Floor"."Work Items" (made) VALUES ('2026-07-01')
     RETURNING "Item Id" > 1000 AS snowflake_id, tableoid::regclass;
 
+-- A self-reference, two foreign keys on one column, and a foreign key declared on a partition,
+-- which is widened through its partitioned table.
+CREATE TABLE parts (id serial PRIMARY KEY, parent integer REFERENCES parts (id));
+CREATE TABLE part_events (part integer NOT NULL, at date NOT NULL) PARTITION BY RANGE (at);
+CREATE TABLE part_events_2026 PARTITION OF part_events
+    FOR VALUES FROM ('2026-01-01') TO ('2027-01-01');
+ALTER TABLE part_events_2026 ADD FOREIGN KEY (part) REFERENCES parts (id);
+CREATE TABLE part_links (a integer REFERENCES parts (id),
+                         CONSTRAINT second_fkey FOREIGN KEY (a) REFERENCES parts (id));
+INSERT INTO parts (parent) VALUES (NULL);
+INSERT INTO parts (parent) VALUES (1);
+INSERT INTO part_events VALUES (2, '2026-03-01');
+SELECT * FROM snowflake_convert_column('parts', 'id');
+SELECT column_shape('parts', 'parent') AS parent, column_shape('part_events', 'part') AS events,
+       column_shape('part_events_2026', 'part') AS events_2026, column_shape('part_links', 'a') AS links;
+
 -- Refusals: each names the way out and changes nothing.
 SELECT pg_temp.refusal($$SELECT * FROM snowflake_convert_column(NULL, 'id')$$);
 SELECT pg_temp.refusal($$SELECT * FROM snowflake_convert_column('orders', NULL)$$);

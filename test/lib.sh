@@ -73,11 +73,15 @@ make_scratch_dir() {
 }
 
 # Starts a throwaway server with the extension preloaded (node ids 7 and 13), its data in $1/data,
-# listening on a socket in $1 on port $2, and on TCP too if $3 names a loopback address. $1 must
-# belong to the server user.
+# listening on a socket in $1 on port $2; with a loopback address in $3 also on TCP, where the
+# password in the file $4 is asked for. $1 must belong to the server user.
 start_throwaway_server() {
-    local dir=$1 port=$2 listen=${3:-}
-    as_server_user initdb -D "$dir/data" -A trust >/dev/null || return 1
+    local dir=$1 port=$2 listen=${3:-} password_file=${4:-}
+    local authentication=(-A trust)
+    if [ -n "$listen" ]; then
+        authentication=(--auth-local=trust --auth-host=scram-sha-256 --pwfile="$password_file")
+    fi
+    as_server_user initdb -D "$dir/data" "${authentication[@]}" >/dev/null || return 1
     cat >>"$dir/data/postgresql.conf" <<CONF
 listen_addresses = '$listen'
 port = $port

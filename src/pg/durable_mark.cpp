@@ -260,7 +260,7 @@ void snowflake_register_wal_resource_manager() {
     RegisterCustomRmgr(kSnowflakeRmgrId, &snowflake_rmgr);
 }
 
-void snowflake_restore_durable_mark(SnowflakeShared *shared) {
+bool snowflake_restore_durable_mark(SnowflakeShared *shared) {
     if (!IsUnderPostmaster) {
         on_shmem_exit(save_final_mark, 0);
     }
@@ -268,31 +268,23 @@ void snowflake_restore_durable_mark(SnowflakeShared *shared) {
     // a dangling one) is not what this extension writes.
     struct stat status;
     if (lstat(kMarkFileName, &status) != 0) {
-        if (errno != ENOENT) {
-            record_unreadable_mark_file(shared, errno);
-            return;
+        if (errno == ENOENT) {
+            return true;
         }
-        shared->keys_floor_pending.store(true, std::memory_order_relaxed);
-        ereport(LOG,
-                (errmsg("snowflake mark file \"%s\" not found", kMarkFileName),
-                 errdetail("This is expected at the first start of a new data directory. After "
-                           "pg_upgrade, a restore without the file or its removal, the highest "
-                           "id this server issued is unknown: the first snowflake_nextval() in "
-                           "each database raises the generator above the highest key of every "
-                           "column whose default is snowflake_nextval().")));
-        return;
+        record_unreadable_mark_file(shared, errno);
+        return false;
     }
     if (!S_ISREG(status.st_mode)) {
         shared->mark_file_state = MarkFileState::kNotRegularFile;
         ereport(LOG, (errmsg("snowflake mark file \"%s\" is not a regular file; "
                              "snowflake_nextval() will refuse to generate ids",
                              kMarkFileName)));
-        return;
+        return false;
     }
     const int fd = OpenTransientFile(kMarkFileName, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | PG_BINARY);
     if (fd < 0) {
         record_unreadable_mark_file(shared, errno);
-        return;
+        return false;
     }
     char bytes[snowflake::kMarkFileMaxSize + 1];
     const ssize_t size = read(fd, bytes, sizeof(bytes));
@@ -300,7 +292,7 @@ void snowflake_restore_durable_mark(SnowflakeShared *shared) {
     CloseTransientFile(fd);
     if (size < 0) {
         record_unreadable_mark_file(shared, read_errno);
-        return;
+        return false;
     }
     const snowflake::MarkFileResult parsed =
         snowflake::parse_mark_file(bytes, static_cast<size_t>(size));
@@ -309,9 +301,10 @@ void snowflake_restore_durable_mark(SnowflakeShared *shared) {
         ereport(LOG, (errmsg("snowflake mark file \"%s\" is damaged; snowflake_nextval() will "
                              "refuse to generate ids",
                              kMarkFileName)));
-        return;
+        return false;
     }
     adopt_mark(shared, parsed.mark_unix_ms);
+    return false;
 }
 
 void snowflake_require_usable_mark(const SnowflakeShared *shared) {

@@ -91,7 +91,7 @@ void attach_shared_memory() {
         for (uint32_t i = 0; i < shared->counter_count; i++) {
             new (&counters[i]) IdCounter();
         }
-        snowflake_restore_durable_mark(shared);
+        snowflake_arm_keys_floor(shared, snowflake_restore_durable_mark(shared));
         snowflake_note_start_from_backup(shared);
     }
     LWLockRelease(AddinShmemInitLock);

@@ -2,7 +2,7 @@
 // once it takes writes while the original still runs, both issue the same ids. The files that
 // start such a copy are a cheap local signal: recovery.signal (a restore) or backup_label without
 // standby.signal (a base backup started directly), where a failover target starts with
-// standby.signal. README "Restoring a backup" says what the signal can and cannot tell.
+// standby.signal. doc/operations.md "Restoring a backup" says what the signal can and cannot tell.
 
 #include <unistd.h>
 
@@ -18,8 +18,8 @@ extern "C" {
 namespace {
 
 // What every warning about a restored copy tells the operator.
-void report_restored_copy(int elevel, const char *started_by) {
-    ereport(elevel,
+void report_restored_copy(const char *started_by) {
+    ereport(WARNING,
             (errmsg("snowflake: this server was started from a backup (%s) with node ids %d/%d",
                     started_by, snowflake_datacenter_id_setting, snowflake_machine_id_setting),
              errdetail("A restored copy issues the same ids as the server it was copied from: if "
@@ -44,13 +44,13 @@ void snowflake_note_start_from_backup(SnowflakeShared *shared) {
             sizeof(shared->started_by));
     shared->start_datacenter_id = snowflake_datacenter_id_setting;
     shared->start_machine_id = snowflake_machine_id_setting;
-    report_restored_copy(WARNING, shared->started_by);
+    report_restored_copy(shared->started_by);
 }
 
 void snowflake_warn_if_restored_copy(const SnowflakeShared *shared) {
     if (shared->started_by[0] != '\0' &&
         shared->start_datacenter_id == snowflake_datacenter_id_setting &&
         shared->start_machine_id == snowflake_machine_id_setting) {
-        report_restored_copy(WARNING, shared->started_by);
+        report_restored_copy(shared->started_by);
     }
 }

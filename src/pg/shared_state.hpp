@@ -44,8 +44,9 @@ struct SnowflakeShared {
     // durable_mark_ms once the synchronous standbys, if any, have flushed that record too.
     std::atomic<int64_t> logged_mark_ms{0};
     std::atomic<uint64_t> logged_mark_lsn{0};
-    // Set at start-up when there was no mark file: the first snowflake_nextval() in each database
-    // raises the generator above the keys already stored (keys_floor.cpp).
+    // Set at start-up when there was no mark file, or not every database was checked since: the
+    // first snowflake_nextval() in each database raises the generator above the keys already
+    // stored (keys_floor.cpp).
     std::atomic<bool> keys_floor_pending{false};
     // The file that marked this start as one from a backup (restored_copy.cpp), or empty, and
     // the node ids then: a warning lasts until they change.
@@ -86,8 +87,9 @@ uint64_t snowflake_total_issued_ids(const SnowflakeShared *shared);
 inline constexpr char kMarkFileName[] = "snowflake_mark";
 
 // At start-up and after a crash re-initialisation the generator starts from the file's mark; the
-// postmaster also arranges to save the exact last timestamp when it stops cleanly.
-void snowflake_restore_durable_mark(SnowflakeShared *shared);
+// postmaster also arranges to save the exact last timestamp when it stops cleanly. Returns
+// whether there was no mark file at all.
+bool snowflake_restore_durable_mark(SnowflakeShared *shared);
 
 // Refuses generation, naming the file and the way out, when the mark could not be restored.
 void snowflake_require_usable_mark(const SnowflakeShared *shared);
@@ -96,6 +98,10 @@ void snowflake_require_usable_mark(const SnowflakeShared *shared);
 // then shared memory. With wait false it leaves the work to whoever already holds the lock and
 // does not wait for standbys.
 void snowflake_extend_durable_mark(SnowflakeShared *shared, int64_t now_unix_ms, bool wait);
+
+// At start-up: arms the floor from keys after a start without a mark file, and keeps it armed
+// across restarts until every database was checked (keys_floor.cpp).
+void snowflake_arm_keys_floor(SnowflakeShared *shared, bool mark_file_missing);
 
 // After a start without a mark file, raises the generator above the highest key of this
 // database's columns whose default is the function nextval_oid, unless a backend of the same

@@ -4,8 +4,8 @@
 -- VOLATILE: it alters tables. PARALLEL UNSAFE (the default). CALLED ON NULL INPUT: a NULL
 -- argument is refused rather than converting nothing unnoticed. SECURITY INVOKER (the default):
 -- only the owner of the tables may convert them. Every step runs in the caller's transaction, so
--- an error leaves everything as it was. README "Converting a serial or identity column" says
--- what it does with each object.
+-- an error leaves everything as it was. doc/reference.md "Converting a serial or identity column"
+-- says what it does with each object.
 CREATE FUNCTION snowflake_convert_column("table" regclass, "column" name)
 RETURNS TABLE (object text, change text)
 LANGUAGE plpgsql
@@ -97,6 +97,27 @@ BEGIN
                   HINT = 'Add the key first: the conversion is for key columns.';
     END IF;
 
+    -- Every table that references the key is altered too, so the caller must own it.
+    SELECT string_agg(DISTINCT format('%s on %s', c.conname, c.conrelid::regclass), ', ')
+    INTO blockers
+    FROM pg_constraint AS c JOIN pg_class AS r ON r.oid = c.conrelid
+    WHERE c.contype = 'f' AND c.confrelid = target_table AND c.conparentid = 0
+      AND attribute.attnum = ANY (c.confkey) AND NOT pg_has_role(r.relowner, 'USAGE');
+    IF blockers IS NOT NULL THEN
+        RAISE EXCEPTION 'must be owner of the tables whose foreign keys reference %', column_text
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('Referencing: %s.', blockers),
+                  HINT = 'Run the conversion as a role that owns all of them.';
+    END IF;
+    -- From here on nothing may change under the checks: the tables are locked as the widening
+    -- will lock them anyway, rather than upgraded from a weaker lock later.
+    EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', concat_ws(', ', target_table::text, (
+        SELECT string_agg(DISTINCT
+                          coalesce(pg_partition_root(c.conrelid), c.conrelid)::regclass::text, ', ')
+        FROM pg_constraint AS c
+        WHERE c.contype = 'f' AND c.confrelid = target_table AND c.conparentid = 0
+          AND c.conrelid <> target_table AND attribute.attnum = ANY (c.confkey))));
+
     -- Old keys must stay below every id the generator can issue from now on.
     EXECUTE format('SELECT min(%1$I), max(%1$I) FROM %2$s', target_column, target_table)
         INTO lowest_key, highest_key;
@@ -117,18 +138,7 @@ BEGIN
                   HINT = 'Give the rows with such keys new keys first.';
     END IF;
 
-    -- Everything that is in the way of widening, named at once, before anything changes.
-    SELECT string_agg(DISTINCT format('%s on %s', c.conname, c.conrelid::regclass), ', ')
-    INTO blockers
-    FROM pg_constraint AS c JOIN pg_class AS r ON r.oid = c.conrelid
-    WHERE c.contype = 'f' AND c.confrelid = target_table AND c.conparentid = 0
-      AND attribute.attnum = ANY (c.confkey) AND NOT pg_has_role(r.relowner, 'USAGE');
-    IF blockers IS NOT NULL THEN
-        RAISE EXCEPTION 'must be owner of the tables whose foreign keys reference %', column_text
-            USING ERRCODE = 'insufficient_privilege',
-                  DETAIL = format('Referencing: %s.', blockers),
-                  HINT = 'Run the conversion as a role that owns all of them.';
-    END IF;
+    -- Views and policies that a change of type would break, named at once.
     WITH widened(relation, attnum) AS (
         SELECT target_table::oid, attribute.attnum WHERE attribute.atttypid <> 'int8'::regtype
         UNION
@@ -198,14 +208,18 @@ BEGIN
         END IF;
         RETURN NEXT;
     END IF;
+    -- A foreign key declared on a partition is widened through the root of its tree, since a
+    -- partition's column must keep its parent's type.
     FOR reference IN
-        SELECT DISTINCT c.conrelid::regclass AS relation, a.attname,
-               format_type(a.atttypid, NULL) AS old_type, c.conname
+        SELECT coalesce(pg_partition_root(c.conrelid), c.conrelid)::regclass AS relation,
+               a.attname, format_type(a.atttypid, NULL) AS old_type,
+               string_agg(c.conname::text, ', ' ORDER BY c.conname) AS conname
         FROM pg_constraint AS c
         CROSS JOIN LATERAL unnest(c.confkey, c.conkey) AS k(referenced, referencing)
         JOIN pg_attribute AS a ON a.attrelid = c.conrelid AND a.attnum = k.referencing
         WHERE c.contype = 'f' AND c.confrelid = target_table AND c.conparentid = 0
           AND k.referenced = attribute.attnum
+        GROUP BY 1, 2, 3
         ORDER BY 1, 2
     LOOP
         object := format('%s.%I', reference.relation, reference.attname);

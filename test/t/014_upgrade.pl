@@ -1,8 +1,10 @@
 # pg_upgrade run the usual way, with no step for this extension, keeps ids unique: the new data
 # directory has no mark file, and the first snowflake_nextval() in each database raises the
 # generator above the keys already stored, even with the clock two minutes behind the old
-# cluster's last id. A removed mark file is covered the same way. The extension, created at 1.0
-# before the upgrade, then goes through every update script and ends equal to a fresh install.
+# cluster's last id, and after a restart before every database was used. A removed mark file is
+# covered the same way; a key written by hand far in the future is left out with a warning. The
+# extension, created at 1.0 before the upgrade, then goes through every update script and ends
+# equal to a fresh install.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -80,8 +82,14 @@ is($new->safe_psql('postgres',
         "SELECT count(*) FROM orders WHERE phase = 'after' AND id > $old_max"),
     '5000', 'every id after the upgrade is above every id of the old cluster');
 
-# The other database is checked on its own first use; its keys are below the floor already.
+# The other database is checked on its own first use, even after a restart in between: the
+# check stays armed until every database has been checked.
 set_clock_offset($clock_file, '-120');
+$new->stop;
+$log_offset = -s $new->logfile;
+start_with_clock($new, $clock_file);
+ok($new->log_contains(qr/"snowflake_keys_unchecked" is present/, $log_offset),
+    'after a restart the check is still armed');
 $error = error_of($new, "INSERT INTO carts (phase) VALUES ('clock behind')", 'shop');
 like($error, qr/clock moved backwards/,
     'the other database is refused too while the clock is behind');
@@ -94,8 +102,11 @@ is($new->safe_psql('shop',
         "SELECT count(*) FROM carts WHERE phase = 'after' AND id > $old_max_shop"),
     '5000', 'the other database has only new ids above its old keys');
 
-# A removed mark file, with the clock behind again, is covered the same way.
+# A removed mark file, with the clock behind again, is covered the same way; a key written by
+# hand in 2060 does not stop generation until then.
 my $new_max = max_id($new, 'orders');
+$new->safe_psql('postgres',
+    "INSERT INTO orders VALUES (snowflake_encode('2060-01-01'::timestamptz, 3, 4, 0), 'by hand')");
 $new->stop;
 unlink $new->data_dir . '/snowflake_mark' or die "unlink: $!";
 set_clock_offset($clock_file, '-120');
@@ -106,12 +117,21 @@ like($error, qr/clock moved backwards/, 'after the mark file is removed, the key
 ok($new->log_contains(qr/raised the generator above key $new_max in database "postgres"/,
         $log_offset),
     'the removed mark file is replaced by the highest key');
+ok($new->log_contains(
+        qr/WARNING:  snowflake: key \d+ of public\.orders\.id is more than a day ahead of the clock/,
+        $log_offset),
+    'the key of 2060 is left out of the floor, with a warning naming it');
 set_clock_offset($clock_file, '+0');
 $new->safe_psql('postgres',
     "INSERT INTO orders (phase) SELECT 'after removal' FROM generate_series(1, 1000)");
 is($new->safe_psql('postgres',
         "SELECT count(*) FROM orders WHERE phase = 'after removal' AND id > $new_max"),
     '1000', 'every id after the removal is above every stored key');
+# Once every database that takes connections was checked in one run, the check is disarmed.
+$new->safe_psql('shop', 'SELECT snowflake_nextval()');
+ok($new->wait_for_log(qr/every database has been checked for keys/, $log_offset),
+    'with every database checked, the check is disarmed');
+ok(!-e $new->data_dir . '/snowflake_keys_unchecked', 'and its file is removed');
 is($new->safe_psql('postgres', 'SELECT count(*) - count(DISTINCT id) FROM orders'),
     '0', 'one primary key holds the ids of before and after, without a duplicate');
 

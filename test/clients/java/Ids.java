@@ -1,5 +1,5 @@
 // The PostgreSQL JDBC driver and Snowflake ids: bigint is a Java long, exact. Connects to the
-// URL given as the first argument; exits non-zero on the first mismatch.
+// URL given as the first argument as PGUSER with PGPASSWORD; exits non-zero on the first mismatch.
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.PreparedStatement;
@@ -21,7 +21,8 @@ public class Ids {
     }
 
     public static void main(String[] arguments) throws Exception {
-        try (Connection connection = DriverManager.getConnection(arguments[0])) {
+        try (Connection connection = DriverManager.getConnection(
+                arguments[0], System.getenv("PGUSER"), System.getenv("PGPASSWORD"))) {
             try (Statement statement = connection.createStatement()) {
                 statement.execute("DROP TABLE IF EXISTS java_ids");
                 statement.execute("CREATE TABLE java_ids (id bigint PRIMARY KEY DEFAULT "
