@@ -18,6 +18,8 @@ DATA = src/sql/snowflake--1.0.sql src/sql/snowflake--1.0--1.1.sql \
 	src/sql/snowflake--1.1--1.2.sql \
 	src/sql/snowflake--1.2--1.3.sql
 PGFILEDESC = "snowflake - Twitter-layout Snowflake ids"
+# The documentation beyond the README, installed beside other extensions' documentation.
+DOCS = doc/design.md doc/operations.md doc/performance.md doc/reference.md doc/testing.md
 
 # pg_regress, pg_isolation_regress and prove each start their own throwaway servers.
 REGRESS = codec generate info errors time_predicates partitioning peers convert
@@ -49,6 +51,9 @@ SHLIB_LINK_INTERNAL = -lpq
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# In a directory of their own, since their names (design.md, ...) would clash in the shared one.
+docmoduledir := extension/snowflake
 
 # The LLVM bitcode for JIT inlining is compiled by clang from the same sources and flags.
 BITCODE_CXXFLAGS += $(SNOWFLAKE_CXXFLAGS)

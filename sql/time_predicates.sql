@@ -83,7 +83,7 @@ DROP ROLE time_reader, time_writer;
 
 -- A bound that can fail is evaluated once when the plan starts, even where no row would reach
 -- the original comparison: a bad text value of a generic plan's parameter fails with the rewrite
--- (22007) on an empty table, where without it the query returns 0. See README "Time predicates".
+-- (22007) on an empty table, where without it the query returns 0. See doc/reference.md "Time predicates".
 CREATE TABLE no_readings (id bigint PRIMARY KEY);
 SET plan_cache_mode = force_generic_plan;
 PREPARE none_since(text) AS

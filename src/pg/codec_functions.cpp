@@ -36,7 +36,7 @@ using snowflake::CodecStatus;
     pg_unreachable();
 }
 
-// One wording for every field, naming it and its range, as the contract asks.
+// One wording for every field, naming it and its range (doc/reference.md "Encoding").
 [[noreturn]] void report_field_out_of_range(CodecStatus status, const snowflake::Parts &parts) {
     const snowflake::FieldError field = snowflake::field_error(status, parts);
     ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
@@ -139,7 +139,7 @@ Datum snowflake_encode_unix_ms(PG_FUNCTION_ARGS) {
         {PG_GETARG_INT64(0), PG_GETARG_INT32(1), PG_GETARG_INT32(2), PG_GETARG_INT32(3)}));
 }
 
-// Sub-millisecond digits are truncated toward the past, as the contract says.
+// Sub-millisecond digits are truncated toward the past (doc/reference.md "Encoding").
 Datum snowflake_encode_timestamptz(PG_FUNCTION_ARGS) {
     const TimestampTz created_at = PG_GETARG_TIMESTAMPTZ(0);
     const int64 unix_ms = snowflake::unix_ms_floor_from_pg_us(created_at);

@@ -14,7 +14,7 @@ extern "C" {
 }
 
 // PostgreSQL 13 and 14 have no custom WAL resource managers, without which a promoted standby
-// could reissue ids its primary handed out (README "Supported versions").
+// could reissue ids its primary handed out (doc/testing.md "Supported versions").
 #if PG_VERSION_NUM < 150000
 #error \
     "snowflake needs PostgreSQL 15 or later: before 15 no custom WAL resource manager can carry its durable mark to standbys"

@@ -116,7 +116,8 @@ like(slurp_file($node->logfile), qr/terminated by signal 9/, 'the server went th
 generate('after_backend_kill', 100_000);
 check_phase('after_backend_kill', $max);
 
-# The clock set back 30 s while the server is down: the contract's rollback rule applies.
+# The clock set back 30 s while the server is down: the rollback rule of doc/operations.md "When
+# the clock moves backwards" applies.
 generate('before_clock_back', 50_000);
 $max = max_id($node, 'issued');
 $node->stop;

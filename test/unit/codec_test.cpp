@@ -17,7 +17,8 @@ constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
 constexpr int32_t kI32Min = std::numeric_limits<int32_t>::min();
 constexpr int32_t kI32Max = std::numeric_limits<int32_t>::max();
 
-// The worked example of the spec, used as the "everything else valid" baseline.
+// The worked example of doc/reference.md "Encoding", used as the "everything else valid"
+// baseline.
 constexpr int64_t kExampleUnixMs = 1700000000000;
 constexpr int64_t kExampleId = 1724551110457221119;
 
@@ -27,7 +28,8 @@ int64_t opaque(int64_t value) {
     return v;
 }
 
-// Rebuilds an id from its fields with the spec's formula, independently of encode().
+// Rebuilds an id from its fields with the layout's formula (README "What it is"),
+// independently of encode().
 int64_t spec_id(int64_t unix_ms, int64_t dc, int64_t machine, int64_t sequence) {
     return ((unix_ms - 1288834974657) << 22) | (dc << 17) | (machine << 12) | sequence;
 }
@@ -147,7 +149,8 @@ TEST(EncodeTest, AllFieldsAtMaximumGiveMaxId) {
     EXPECT_EQ(r.id, kMaxId);
 }
 
-// The seed's worked example is the one externally fixed data point; it must hold exactly.
+// The worked example (doc/reference.md "Encoding") is the one externally fixed data point; it
+// must hold exactly.
 TEST(CodecTest, WorkedExample) {
     EXPECT_EQ(kExampleUnixMs - kEpochUnixMs, 411165025343);
     EXPECT_EQ(int64_t{411165025343} << 22, 1724551110456246272);
