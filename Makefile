@@ -55,6 +55,10 @@ include $(PGXS)
 # In a directory of their own, since their names (design.md, ...) would clash in the shared one.
 docmoduledir := extension/snowflake
 
+# The tests' own helpers (test/perl/SnowflakeTest.pm), after PGXS, which sets PROVE_FLAGS; prove
+# runs from the source directory.
+PROVE_FLAGS += -I test/perl
+
 # The LLVM bitcode for JIT inlining is compiled by clang from the same sources and flags.
 BITCODE_CXXFLAGS += $(SNOWFLAKE_CXXFLAGS)
 
@@ -109,4 +113,14 @@ dist:
 	git -C $(srcdir) archive --format=zip --prefix=$(EXTENSION)-$(DISTVERSION)/ \
 		-o $(abspath $(DISTDIR))/$(EXTENSION)-$(DISTVERSION).zip HEAD
 
-.PHONY: unitcheck fuzzcheck dist
+# The error boundary (module.cpp): an ereport longjmps over C++ frames, so the glue may hold no
+# standard-library type that owns memory or runs a destructor. The core may, and does not cross.
+OWNING_STD_TYPES = std::(string|vector|map|unordered_map|set|unordered_set|list|deque|function|unique_ptr|shared_ptr|optional|variant|any|[a-z]*stringstream)\b
+boundarycheck:
+	@if grep -nE '$(OWNING_STD_TYPES)' $(srcdir)/src/pg/*.cpp $(srcdir)/src/pg/*.hpp; then \
+		echo "src/pg holds an owning standard-library type: an ereport would skip its destructor"; \
+		exit 1; \
+	fi
+	@echo "src/pg: no owning standard-library type"
+
+.PHONY: unitcheck fuzzcheck boundarycheck dist

@@ -10,6 +10,8 @@
 // that the server's own credentials (its .pgpass, trust or peer authentication) are not lent out.
 // The error-boundary rules are stated at the top of module.cpp.
 
+#include <type_traits>
+
 extern "C" {
 #include "postgres.h"
 
@@ -31,7 +33,7 @@ extern "C" {
 PG_FUNCTION_INFO_V1(snowflake_check_peers);
 }
 
-#include "pg/shared_state.hpp"
+#include "pg/settings.hpp"
 
 namespace {
 
@@ -50,17 +52,28 @@ constexpr char kPeerQuery[] =
     "EXISTS (SELECT 1 FROM pg_catalog.pg_extension e "
     "        WHERE e.extname OPERATOR(pg_catalog.=) 'snowflake')";
 
+// What a peer's settings say about its node ids.
+enum class PeerNodeIds : uint8_t {
+    kLibraryNotLoaded,  // the settings do not exist: the library is not preloaded
+    kNotSet,            // one of them is -1
+    kSet,
+};
+
 // What one peer said, or why it said nothing.
 struct PeerReport {
     const char *peer;     // the connection string, password hidden
     bool gives_password;  // a password in the string itself, and no passfile
     bool answered;
-    int datacenter_id;  // -1 when not set, -2 when the library is not loaded
+    PeerNodeIds node_ids;
+    int datacenter_id;  // meaningful with node_ids kSet
     int machine_id;
     bool extension_installed;
     int64 clock_offset_ms;
     StringInfoData problems;
 };
+
+static_assert(std::is_trivially_destructible_v<PeerReport>,
+              "reports live across ereport calls and must own nothing");
 
 // The connection string as it may be shown back: every setting, each one that libpq marks as
 // secret (password, sslpassword, and any a later libpq adds) masked.
@@ -168,8 +181,15 @@ bool query_within(PGconn *connection, TimestampTz deadline, int timeout_ms, Peer
         add_problem(report, psprintf("query failed: %s", failure));
     } else {
         report->answered = true;
-        report->datacenter_id = PQgetisnull(result, 0, 0) ? -2 : atoi(PQgetvalue(result, 0, 0));
-        report->machine_id = PQgetisnull(result, 0, 1) ? -2 : atoi(PQgetvalue(result, 0, 1));
+        if (PQgetisnull(result, 0, 0) || PQgetisnull(result, 0, 1)) {
+            report->node_ids = PeerNodeIds::kLibraryNotLoaded;
+        } else {
+            report->datacenter_id = atoi(PQgetvalue(result, 0, 0));
+            report->machine_id = atoi(PQgetvalue(result, 0, 1));
+            report->node_ids = report->datacenter_id < 0 || report->machine_id < 0
+                                   ? PeerNodeIds::kNotSet
+                                   : PeerNodeIds::kSet;
+        }
         // PostgreSQL timestamps count from 2000; the peer's clock is read in Unix time.
         const int64 peer_unix_us = strtoll(PQgetvalue(result, 0, 2), nullptr, 10);
         const int64 local_unix_us =
@@ -229,21 +249,21 @@ void add_fleet_problems(PeerReport *reports, int count, int max_offset_ms) {
         if (!report->answered) {
             continue;
         }
-        if (report->datacenter_id == -2 || report->machine_id == -2) {
+        if (report->node_ids == PeerNodeIds::kLibraryNotLoaded) {
             add_problem(report, "snowflake is not in shared_preload_libraries");
-        } else if (report->datacenter_id < 0 || report->machine_id < 0) {
+        } else if (report->node_ids == PeerNodeIds::kNotSet) {
             add_problem(report, "node ids not set");
         }
         if (!report->extension_installed) {
             add_problem(report, "extension snowflake is not installed in that database");
         }
-        if (report->datacenter_id >= 0 && report->machine_id >= 0) {
+        if (report->node_ids == PeerNodeIds::kSet) {
             if (report->datacenter_id == snowflake_datacenter_id_setting &&
                 report->machine_id == snowflake_machine_id_setting) {
                 add_problem(report, "same node pair as this server");
             }
             for (int j = 0; j < count; j++) {
-                if (j != i && reports[j].answered &&
+                if (j != i && reports[j].answered && reports[j].node_ids == PeerNodeIds::kSet &&
                     reports[j].datacenter_id == report->datacenter_id &&
                     reports[j].machine_id == report->machine_id) {
                     add_problem(report, psprintf("same node pair as peer %d", j + 1));
@@ -281,11 +301,13 @@ Tuplestorestate *begin_result_set(FunctionCallInfo fcinfo, TupleDesc *tupdesc) {
     return store;
 }
 
-}  // namespace
+// The columns of a result row, in the order of the SQL declaration.
+enum PeerColumn { kPeerColumn, kDatacenterColumn, kMachineColumn, kOffsetColumn, kProblemColumn };
+constexpr int kPeerColumnCount = 5;
 
-// Checks that the given servers can generate alongside this one without colliding. A check of
-// nothing would pass, so a missing or empty list is an error, not an empty result.
-Datum snowflake_check_peers(PG_FUNCTION_ARGS) {
+// A check of nothing would pass, so a missing argument or an empty list is an error, as is a
+// limit that no answer could meet; every hint says what to pass instead.
+void check_arguments(FunctionCallInfo fcinfo) {
     const char *argument_names[] = {"peers", "max_clock_offset_ms", "timeout_ms"};
     const char *argument_hints[] = {
         "List the connection strings of every other server that generates ids, such as "
@@ -303,18 +325,84 @@ Datum snowflake_check_peers(PG_FUNCTION_ARGS) {
                      errhint("%s", argument_hints[i])));
         }
     }
-    ArrayType *peers = PG_GETARG_ARRAYTYPE_P(0);
-    const int max_offset_ms = PG_GETARG_INT32(1);
-    const int timeout_ms = PG_GETARG_INT32(2);
-    if (max_offset_ms < 0 || timeout_ms <= 0) {
+    if (PG_GETARG_INT32(1) < 0 || PG_GETARG_INT32(2) <= 0) {
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("max_clock_offset_ms must be at least 0 and timeout_ms above 0"),
                         errhint("Leave either argument out for its default (10000 and 5000 ms).")));
     }
+}
+
+// A report for one connection string, validated before any connection is made: libpq must parse
+// it, and whether it carries a password decides what a caller who is not a superuser may do.
+PeerReport new_report(const char *conninfo, int position) {
+    char *parse_error = nullptr;
+    PQconninfoOption *options = PQconninfoParse(conninfo, &parse_error);
+    if (options == nullptr) {
+        // libpq's message quotes the string, password and all: it is never shown or logged.
+        PQfreemem(parse_error);
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                 errmsg("invalid connection string for peer %d", position),
+                 errdetail("libpq cannot parse it; its own message is not shown, since it may "
+                           "quote a password from the string."),
+                 errhint("Peers are libpq connection strings, such as "
+                         "'host=shard1 port=5432 dbname=app' or "
+                         "'postgresql://user@shard1:5432/app'; in a URI, write a %% in a "
+                         "password as %%25.")));
+    }
+    PeerReport report{};
+    report.peer = displayable_peer(options);
+    report.gives_password = true;
+    for (PQconninfoOption *option = options; option->keyword != nullptr; option++) {
+        const bool set = option->val != nullptr && option->val[0] != '\0';
+        if (strcmp(option->keyword, "password") == 0 && !set) {
+            report.gives_password = false;
+        }
+        if (strcmp(option->keyword, "passfile") == 0 && set) {
+            report.gives_password = false;
+        }
+    }
+    PQconninfoFree(options);
+    report.node_ids = PeerNodeIds::kLibraryNotLoaded;
+    initStringInfo(&report.problems);
+    return report;
+}
+
+// One result row per peer; a value the peer did not give is NULL.
+void emit_reports(FunctionCallInfo fcinfo, const PeerReport *reports, int count) {
+    TupleDesc tupdesc;
+    Tuplestorestate *store = begin_result_set(fcinfo, &tupdesc);
+    for (int r = 0; r < count; r++) {
+        const PeerReport &report = reports[r];
+        const bool ids_known = report.answered && report.node_ids == PeerNodeIds::kSet;
+        Datum values[kPeerColumnCount];
+        bool nulls[kPeerColumnCount];
+        int i = 0;
+        values[i] = CStringGetTextDatum(report.peer);
+        nulls[i++] = false;
+        values[i] = Int32GetDatum(report.datacenter_id);
+        nulls[i++] = !ids_known;
+        values[i] = Int32GetDatum(report.machine_id);
+        nulls[i++] = !ids_known;
+        values[i] = Int64GetDatum(report.clock_offset_ms);
+        nulls[i++] = !report.answered;
+        values[i] = CStringGetTextDatum(report.problems.data);
+        nulls[i++] = report.problems.len == 0;
+        Assert(i == kPeerColumnCount && kProblemColumn == kPeerColumnCount - 1);
+        tuplestore_putvalues(store, tupdesc, values, nulls);
+    }
+}
+
+}  // namespace
+
+// Checks that the given servers can generate alongside this one without colliding.
+Datum snowflake_check_peers(PG_FUNCTION_ARGS) {
+    check_arguments(fcinfo);
     Datum *elements;
     bool *nulls;
     int count;
-    deconstruct_array(peers, TEXTOID, -1, false, TYPALIGN_INT, &elements, &nulls, &count);
+    deconstruct_array(PG_GETARG_ARRAYTYPE_P(0), TEXTOID, -1, false, TYPALIGN_INT, &elements, &nulls,
+                      &count);
     if (count == 0) {
         ereport(ERROR,
                 (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -323,8 +411,6 @@ Datum snowflake_check_peers(PG_FUNCTION_ARGS) {
                  errhint("List the connection strings of every other server that generates ids, "
                          "such as ARRAY['host=shard1 port=5432 dbname=app'].")));
     }
-
-    // Every connection string is validated before any connection is made.
     auto *reports = static_cast<PeerReport *>(palloc0(sizeof(PeerReport) * count));
     auto **conninfos = static_cast<char **>(palloc0(sizeof(char *) * count));
     for (int i = 0; i < count; i++) {
@@ -334,43 +420,14 @@ Datum snowflake_check_peers(PG_FUNCTION_ARGS) {
                      errhint("Remove it from the list, or give its connection string.")));
         }
         conninfos[i] = TextDatumGetCString(elements[i]);
-        char *parse_error = nullptr;
-        PQconninfoOption *options = PQconninfoParse(conninfos[i], &parse_error);
-        if (options == nullptr) {
-            // libpq's message quotes the string, password and all: it is never shown or logged.
-            PQfreemem(parse_error);
-            ereport(ERROR,
-                    (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                     errmsg("invalid connection string for peer %d", i + 1),
-                     errdetail("libpq cannot parse it; its own message is not shown, since it may "
-                               "quote a password from the string."),
-                     errhint("Peers are libpq connection strings, such as "
-                             "'host=shard1 port=5432 dbname=app' or "
-                             "'postgresql://user@shard1:5432/app'; in a URI, write a %% in a "
-                             "password as %%25.")));
-        }
-        reports[i].peer = displayable_peer(options);
-        reports[i].gives_password = true;
-        for (PQconninfoOption *option = options; option->keyword != nullptr; option++) {
-            const bool set = option->val != nullptr && option->val[0] != '\0';
-            if (strcmp(option->keyword, "password") == 0 && !set) {
-                reports[i].gives_password = false;
-            }
-            if (strcmp(option->keyword, "passfile") == 0 && set) {
-                reports[i].gives_password = false;
-            }
-        }
-        PQconninfoFree(options);
-        reports[i].datacenter_id = -2;
-        reports[i].machine_id = -2;
-        initStringInfo(&reports[i].problems);
+        reports[i] = new_report(conninfos[i], i + 1);
     }
-
+    // Whatever ends the loop (an error, a cancel), the open connection is closed.
     PGconn *volatile connection = nullptr;
     PG_TRY();
     {
         for (int i = 0; i < count; i++) {
-            ask_peer(conninfos[i], timeout_ms, &connection, &reports[i]);
+            ask_peer(conninfos[i], PG_GETARG_INT32(2), &connection, &reports[i]);
             PQfinish(connection);
             connection = nullptr;
         }
@@ -382,19 +439,7 @@ Datum snowflake_check_peers(PG_FUNCTION_ARGS) {
         }
     }
     PG_END_TRY();
-
-    add_fleet_problems(reports, count, max_offset_ms);
-    TupleDesc tupdesc;
-    Tuplestorestate *store = begin_result_set(fcinfo, &tupdesc);
-    for (int i = 0; i < count; i++) {
-        const PeerReport &report = reports[i];
-        Datum values[5] = {CStringGetTextDatum(report.peer), Int32GetDatum(report.datacenter_id),
-                           Int32GetDatum(report.machine_id), Int64GetDatum(report.clock_offset_ms),
-                           CStringGetTextDatum(report.problems.data)};
-        bool result_nulls[5] = {false, !report.answered || report.datacenter_id < 0,
-                                !report.answered || report.machine_id < 0, !report.answered,
-                                report.problems.len == 0};
-        tuplestore_putvalues(store, tupdesc, values, result_nulls);
-    }
+    add_fleet_problems(reports, count, PG_GETARG_INT32(1));
+    emit_reports(fcinfo, reports, count);
     return static_cast<Datum>(0);
 }

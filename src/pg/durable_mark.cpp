@@ -39,6 +39,7 @@ extern "C" {
 #include "core/generator.hpp"
 #include "core/mark_file.hpp"
 #include "pg/compat.hpp"
+#include "pg/durable_mark.hpp"
 #include "pg/shared_state.hpp"
 
 namespace {
@@ -260,10 +261,11 @@ void snowflake_register_wal_resource_manager() {
     RegisterCustomRmgr(kSnowflakeRmgrId, &snowflake_rmgr);
 }
 
+void snowflake_save_final_mark_at_exit() {
+    on_shmem_exit(save_final_mark, 0);
+}
+
 bool snowflake_restore_durable_mark(SnowflakeShared *shared) {
-    if (!IsUnderPostmaster) {
-        on_shmem_exit(save_final_mark, 0);
-    }
     // lstat first: opening a FIFO would block the postmaster for ever, and a symbolic link (even
     // a dangling one) is not what this extension writes.
     struct stat status;

@@ -23,6 +23,10 @@ PG_FUNCTION_INFO_V1(snowflake_info);
 #include "core/codec.hpp"
 #include "core/generator.hpp"
 #include "core/layout.hpp"
+#include "pg/durable_mark.hpp"
+#include "pg/keys_floor.hpp"
+#include "pg/restored_copy.hpp"
+#include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
 
 namespace {
@@ -119,7 +123,7 @@ void wait_or_refuse_clock_behind(SnowflakeShared *shared, int64 last_unix_ms, in
                                  bool *counted_clock_rollback) {
     const int64 gap_ms = last_unix_ms - now_unix_ms;
     const snowflake::ClockBehindAction action = snowflake::clock_behind_action(
-        last_unix_ms, now_unix_ms, snowflake_max_clock_rollback_wait_ms,
+        last_unix_ms, now_unix_ms, snowflake_max_clock_rollback_wait_setting,
         shared->lease_floor_ms.load(std::memory_order_relaxed));
     if (action != snowflake::ClockBehindAction::kWaitRestOfLease && !*counted_clock_rollback) {
         shared->clock_rollbacks.fetch_add(1, std::memory_order_relaxed);
@@ -140,7 +144,7 @@ void wait_or_refuse_clock_behind(SnowflakeShared *shared, int64 last_unix_ms, in
                            "is refused until the clock reaches %s (gap %lld ms, "
                            "snowflake.max_clock_rollback_wait is %d ms).",
                            now_text, last_text, last_text, static_cast<long long>(gap_ms),
-                           snowflake_max_clock_rollback_wait_ms),
+                           snowflake_max_clock_rollback_wait_setting),
                  errhint("Fix the system clock, or raise snowflake.max_clock_rollback_wait to "
                          "wait out steps back of this size.")));
     }
@@ -229,32 +233,46 @@ Datum snowflake_info(PG_FUNCTION_ARGS) {
     }
     tupdesc = BlessTupleDesc(tupdesc);
 
-    Datum values[8] = {};
-    bool nulls[8] = {};
-    values[0] = Int32GetDatum(snowflake_datacenter_id_setting);
-    nulls[0] = snowflake_datacenter_id_setting < 0;
-    values[1] = Int32GetDatum(snowflake_machine_id_setting);
-    nulls[1] = snowflake_machine_id_setting < 0;
-    values[2] = TimestampTzGetDatum(snowflake::pg_us_from_unix_ms(snowflake::kEpochUnixMs));
-    nulls[3] = true;
-    values[4] = Int64GetDatum(0);
-    values[5] = Int64GetDatum(0);
-    values[6] = Int64GetDatum(0);
-    nulls[7] = true;
-    if (snowflake_shared != nullptr) {
-        const snowflake::LastIssued last = snowflake::last_issued(snowflake_shared->generator);
+    // One value per column of the snowflake_info type, in its order; without shared memory the
+    // state columns are empty.
+    constexpr int kInfoColumnCount = 8;
+    const SnowflakeShared *shared = snowflake_shared;
+    snowflake::LastIssued last{};
+    int64 issued = 0;
+    int64 sequence_waits = 0;
+    int64 clock_rollbacks = 0;
+    int64 mark = 0;
+    bool nothing_issued = true;
+    if (shared != nullptr) {
+        last = snowflake::last_issued(shared->generator);
         // While the last timestamp is still the mark the state was raised to, nothing was issued.
-        values[3] = TimestampTzGetDatum(snowflake::pg_us_from_unix_ms(last.unix_ms));
-        nulls[3] = !last.any ||
-                   last.unix_ms == snowflake_shared->lease_floor_ms.load(std::memory_order_relaxed);
-        values[4] = Int64GetDatum(static_cast<int64>(snowflake_total_issued_ids(snowflake_shared)));
-        values[5] = Int64GetDatum(
-            static_cast<int64>(snowflake_shared->sequence_waits.load(std::memory_order_relaxed)));
-        values[6] = Int64GetDatum(
-            static_cast<int64>(snowflake_shared->clock_rollbacks.load(std::memory_order_relaxed)));
-        const int64 mark = snowflake_shared->durable_mark_ms.load(std::memory_order_acquire);
-        values[7] = TimestampTzGetDatum(snowflake::pg_us_from_unix_ms(mark));
-        nulls[7] = mark < snowflake::kEpochUnixMs;
+        nothing_issued =
+            !last.any || last.unix_ms == shared->lease_floor_ms.load(std::memory_order_relaxed);
+        issued = static_cast<int64>(snowflake_total_issued_ids(shared));
+        sequence_waits = static_cast<int64>(shared->sequence_waits.load(std::memory_order_relaxed));
+        clock_rollbacks =
+            static_cast<int64>(shared->clock_rollbacks.load(std::memory_order_relaxed));
+        mark = shared->durable_mark_ms.load(std::memory_order_acquire);
     }
+    Datum values[kInfoColumnCount];
+    bool nulls[kInfoColumnCount];
+    int i = 0;
+    values[i] = Int32GetDatum(snowflake_datacenter_id_setting);
+    nulls[i++] = snowflake_datacenter_id_setting < 0;
+    values[i] = Int32GetDatum(snowflake_machine_id_setting);
+    nulls[i++] = snowflake_machine_id_setting < 0;
+    values[i] = TimestampTzGetDatum(snowflake::pg_us_from_unix_ms(snowflake::kEpochUnixMs));
+    nulls[i++] = false;
+    values[i] = TimestampTzGetDatum(snowflake::pg_us_from_unix_ms(last.unix_ms));
+    nulls[i++] = nothing_issued;
+    values[i] = Int64GetDatum(issued);
+    nulls[i++] = false;
+    values[i] = Int64GetDatum(sequence_waits);
+    nulls[i++] = false;
+    values[i] = Int64GetDatum(clock_rollbacks);
+    nulls[i++] = false;
+    values[i] = TimestampTzGetDatum(snowflake::pg_us_from_unix_ms(mark));
+    nulls[i++] = mark < snowflake::kEpochUnixMs;
+    Assert(i == kInfoColumnCount);
     PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

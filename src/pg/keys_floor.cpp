@@ -29,9 +29,12 @@ extern "C" {
 }
 
 #include <algorithm>
+#include <type_traits>
 
 #include "core/codec.hpp"
 #include "core/generator.hpp"
+#include "pg/durable_mark.hpp"
+#include "pg/keys_floor.hpp"
 #include "pg/shared_state.hpp"
 
 namespace {
@@ -119,6 +122,9 @@ struct KeyProbe {
     int columns;
     int64 highest_key;  // -1 when no column holds a key
 };
+
+static_assert(std::is_trivially_destructible_v<KeyProbe>,
+              "a probe's result lives across ereport calls and must own nothing");
 
 // Each table is read as its owner (restricted is the security context to do it in), the way
 // PostgreSQL runs maintenance of a table: whatever code of the owner's the plan runs (an index

@@ -3,6 +3,8 @@
 // Concurrency. One SnowflakeShared struct per server instance lives in shared memory. Its
 // generator word is changed only by compare-and-swap (see core/generator.hpp), so no lock is ever
 // taken to issue an id. AddinShmemInitLock is held only while the struct is created at start-up;
+// the mark file and the other files of the data directory are read after it is released, before
+// any other process exists;
 // the one LWLock of the "snowflake" tranche serialises extensions of the durable mark (see
 // durable_mark.cpp), which happen about twice a second at most.
 // The counters for snowflake_info() are one slot per PGPROC, each written only by its owner with a
@@ -29,7 +31,12 @@ extern "C" {
 
 #include "core/layout.hpp"
 #include "pg/compat.hpp"
+#include "pg/durable_mark.hpp"
+#include "pg/keys_floor.hpp"
+#include "pg/restored_copy.hpp"
+#include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
+#include "pg/time_predicates.hpp"
 
 extern "C" {
 SNOWFLAKE_MODULE_MAGIC;
@@ -41,7 +48,8 @@ SnowflakeShared *snowflake_shared = nullptr;
 
 int snowflake_datacenter_id_setting = -1;
 int snowflake_machine_id_setting = -1;
-int snowflake_max_clock_rollback_wait_ms = 0;
+int snowflake_max_clock_rollback_wait_setting = 0;
+bool snowflake_time_predicates_setting = true;
 
 namespace {
 
@@ -91,11 +99,18 @@ void attach_shared_memory() {
         for (uint32_t i = 0; i < shared->counter_count; i++) {
             new (&counters[i]) IdCounter();
         }
-        snowflake_arm_keys_floor(shared, snowflake_restore_durable_mark(shared));
-        snowflake_note_start_from_backup(shared);
     }
     LWLockRelease(AddinShmemInitLock);
     snowflake_shared = shared;
+    // The files are read by the process that created the struct, outside the lock: the postmaster
+    // (or a standalone backend), before any other process exists to look at the struct.
+    if (!found) {
+        if (!IsUnderPostmaster) {
+            snowflake_save_final_mark_at_exit();
+        }
+        snowflake_arm_keys_floor(shared, snowflake_restore_durable_mark(shared));
+        snowflake_note_start_from_backup(shared);
+    }
 }
 
 // A node-id setting and the configuration's value for it that the server rejected at start.
@@ -139,7 +154,7 @@ void define_settings() {
     DefineCustomIntVariable(
         "snowflake.max_clock_rollback_wait",
         "How long snowflake_nextval() waits for a clock that moved backwards before it refuses.",
-        nullptr, &snowflake_max_clock_rollback_wait_ms, 0, 0, 60000, PGC_SIGHUP, GUC_UNIT_MS,
+        nullptr, &snowflake_max_clock_rollback_wait_setting, 0, 0, 60000, PGC_SIGHUP, GUC_UNIT_MS,
         nullptr, nullptr, nullptr);
     DefineCustomBoolVariable(
         "snowflake.time_predicates",

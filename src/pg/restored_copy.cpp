@@ -13,6 +13,8 @@ extern "C" {
 #include "miscadmin.h"
 }
 
+#include "pg/restored_copy.hpp"
+#include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
 
 namespace {

@@ -1,5 +1,5 @@
-// The server-wide state in shared memory and the settings, as seen by the glue's source files.
-// Include only after postgres.h: this header is part of the glue, not of the core.
+// The server-wide state in shared memory, as seen by the glue's source files (each unit's own
+// functions are in its own header). Include only after postgres.h: it is part of the glue.
 #pragma once
 
 #include <atomic>
@@ -68,55 +68,8 @@ struct SnowflakeShared {
 // Null unless the library was loaded through shared_preload_libraries.
 extern SnowflakeShared *snowflake_shared;
 
-extern int snowflake_datacenter_id_setting;
-extern int snowflake_machine_id_setting;
-extern int snowflake_max_clock_rollback_wait_ms;
-extern bool snowflake_time_predicates_setting;
-
-// The value postgresql.conf gave a node-id setting when the server rejected it at start (out of
-// range, not a number), or null.
-const char *snowflake_rejected_setting_value(const char *name);
-
 // Adds one to this backend's issued-id count without touching another backend's cache line.
 void snowflake_count_issued_id(SnowflakeShared *shared);
 
 // Sums every backend's issued-id count, for snowflake_info().
 uint64_t snowflake_total_issued_ids(const SnowflakeShared *shared);
-
-// The durable mark (durable_mark.cpp). The file lives in the data directory.
-inline constexpr char kMarkFileName[] = "snowflake_mark";
-
-// At start-up and after a crash re-initialisation the generator starts from the file's mark; the
-// postmaster also arranges to save the exact last timestamp when it stops cleanly. Returns
-// whether there was no mark file at all.
-bool snowflake_restore_durable_mark(SnowflakeShared *shared);
-
-// Refuses generation, naming the file and the way out, when the mark could not be restored.
-void snowflake_require_usable_mark(const SnowflakeShared *shared);
-
-// Moves the mark a lease past now: file, flushed WAL record, the synchronous standbys' flush,
-// then shared memory. With wait false it leaves the work to whoever already holds the lock and
-// does not wait for standbys.
-void snowflake_extend_durable_mark(SnowflakeShared *shared, int64_t now_unix_ms, bool wait);
-
-// At start-up: arms the floor from keys after a start without a mark file, and keeps it armed
-// across restarts until every database was checked (keys_floor.cpp).
-void snowflake_arm_keys_floor(SnowflakeShared *shared, bool mark_file_missing);
-
-// After a start without a mark file, raises the generator above the highest key of this
-// database's columns whose default is the function nextval_oid, unless a backend of the same
-// database already did.
-void snowflake_check_database_keys(SnowflakeShared *shared, Oid nextval_oid);
-
-// At start-up, records and logs whether this server starts as a restored copy of another.
-void snowflake_note_start_from_backup(SnowflakeShared *shared);
-
-// Warns the session, before its first id, that this restored copy still has its original's
-// node ids.
-void snowflake_warn_if_restored_copy(const SnowflakeShared *shared);
-
-// Installs the planner hook of time_predicates.cpp.
-void snowflake_install_planner_hook();
-
-// Registers the WAL resource manager that carries marks to standbys.
-void snowflake_register_wal_resource_manager();

@@ -11,9 +11,10 @@
 // so that a btree on the column, and partition pruning on it, can serve the query. Each added
 // condition is implied by the one it comes from, which stays, so results are the same with and
 // without it. Only top-level AND conditions of WHERE and JOIN ... ON clauses are considered, in
-// every subquery, CTE and sublink of the statement. The functions are recognised by OID: a
-// candidate call's pg_proc row is checked once (its C symbol), and the range helpers are looked up
-// by name once, then again only after pg_proc changed (a function dropped or replaced).
+// every subquery, CTE and sublink of the statement. In a database without the extension the
+// statement is not walked at all. The functions are recognised by OID: a candidate call's
+// pg_proc row is checked once (its C symbol and library), and the range helpers are looked up by
+// name once, then again only after pg_proc changed (a function dropped or replaced).
 //
 // The added condition calls the helpers, so it is added only for a role that may run them, and a
 // plan that has one is marked as depending on the role: a cached plan (PREPARE, PL/pgSQL) run by
@@ -33,6 +34,7 @@ extern "C" {
 #include "catalog/pg_type.h"
 #include "utils/acl.h"
 #include "commands/defrem.h"
+#include "commands/extension.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -49,9 +51,8 @@ extern "C" {
 #include "core/codec.hpp"
 #include "core/layout.hpp"
 #include "pg/compat.hpp"
-#include "pg/shared_state.hpp"
-
-bool snowflake_time_predicates_setting = true;
+#include "pg/settings.hpp"
+#include "pg/time_predicates.hpp"
 
 namespace {
 
@@ -79,12 +80,34 @@ struct ExtensionFunctions {
 
 ExtensionFunctions known_functions;
 
+// Whether the extension is installed in this database, looked up once and again after pg_proc
+// changed (CREATE and DROP EXTENSION change it), so that where it is not installed the hook does
+// not walk the query at all.
+enum class ExtensionPresence : uint8_t { kUnknown, kAbsent, kPresent };
+
+ExtensionPresence extension_presence = ExtensionPresence::kUnknown;
+
 // Any change to pg_proc may have dropped or replaced one of the functions: look them up again.
 void forget_extension_functions(Datum, int, uint32) {
     known_functions = ExtensionFunctions();
+    extension_presence = ExtensionPresence::kUnknown;
 }
 
-// Whether a function is the C function of this library with that symbol.
+// A catalog lookup the first time, a variable after.
+bool extension_installed() {
+    if (extension_presence == ExtensionPresence::kUnknown) {
+        extension_presence = OidIsValid(get_extension_oid("snowflake", true))
+                                 ? ExtensionPresence::kPresent
+                                 : ExtensionPresence::kAbsent;
+    }
+    return extension_presence == ExtensionPresence::kPresent;
+}
+
+// The library as the extension's scripts name it (module_pathname in snowflake.control).
+constexpr char kLibraryPath[] = "$libdir/snowflake";
+
+// Whether a function is the C function of this library with that symbol: a function of another
+// library with the same symbol, or a wrapper in another language, is not.
 bool is_library_function(Oid function, const char *symbol) {
     HeapTuple tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(function));
     if (!HeapTupleIsValid(tuple)) {
@@ -92,11 +115,14 @@ bool is_library_function(Oid function, const char *symbol) {
     }
     bool matches = false;
     if (reinterpret_cast<Form_pg_proc>(GETSTRUCT(tuple))->prolang == ClanguageId) {
-        bool is_null = false;
-        const Datum source = SysCacheGetAttr(PROCOID, tuple, Anum_pg_proc_prosrc, &is_null);
-        const Datum library = SysCacheGetAttr(PROCOID, tuple, Anum_pg_proc_probin, &is_null);
-        matches = !is_null && strcmp(TextDatumGetCString(source), symbol) == 0 &&
-                  strstr(TextDatumGetCString(library), "snowflake") != nullptr;
+        bool source_is_null = true;
+        bool library_is_null = true;
+        const Datum source = SysCacheGetAttr(PROCOID, tuple, Anum_pg_proc_prosrc, &source_is_null);
+        const Datum library =
+            SysCacheGetAttr(PROCOID, tuple, Anum_pg_proc_probin, &library_is_null);
+        matches = !source_is_null && !library_is_null &&
+                  strcmp(TextDatumGetCString(source), symbol) == 0 &&
+                  strcmp(TextDatumGetCString(library), kLibraryPath) == 0;
     }
     ReleaseSysCache(tuple);
     return matches;
@@ -323,7 +349,8 @@ bool add_to_every_query(Node *node, void *context) {
 PlannedStmt *plan_with_time_predicates(Query *parse, const char *query_string, int cursor_options,
                                        ParamListInfo bound_params) {
     RewriteContext context;
-    if (snowflake_time_predicates_setting && parse->commandType != CMD_UTILITY) {
+    if (snowflake_time_predicates_setting && parse->commandType != CMD_UTILITY &&
+        extension_installed()) {
         add_to_every_query(reinterpret_cast<Node *>(parse), &context);
     }
     PlannedStmt *plan =

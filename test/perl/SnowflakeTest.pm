@@ -91,7 +91,10 @@ sub max_id {
 }
 
 # kill -9 of the postmaster, then waits until it and every child it left are gone, so that the
-# next start finds neither a live lock file owner nor shared memory still attached.
+# next start finds neither a live lock file owner nor shared memory still attached. The children
+# are found by their process titles: PostgreSQL::Test::Cluster starts every server with
+# --cluster-name set to the node's name, and each child's title begins "postgres: NAME:".
+# Zombies (state Z) are left out: they hold no shared memory.
 sub kill9_and_wait {
     my ($node) = @_;
     my $name = $node->name;

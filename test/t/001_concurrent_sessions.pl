@@ -5,16 +5,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use IPC::Run;
-use Time::HiRes qw(usleep);
+use SnowflakeTest;
 
-my $node = PostgreSQL::Test::Cluster->new('concurrent');
-$node->init;
-$node->append_conf('postgresql.conf', qq(
-shared_preload_libraries = 'snowflake'
-snowflake.datacenter_id = 3
-snowflake.machine_id = 21
-));
+my $node = snowflake_node('concurrent', datacenter_id => 3, machine_id => 21);
 $node->start;
 $node->safe_psql('postgres', q(
 CREATE EXTENSION snowflake;
@@ -23,38 +16,29 @@ CREATE UNLOGGED TABLE issued (session int, n int, id bigint);
 
 # A barrier: this session holds an advisory lock that every generating session waits for, and
 # releases it once all of them wait, so that they start together.
-my ($barrier_in, $barrier_out) = ("SELECT pg_advisory_lock(42);\n", '');
-my $barrier = IPC::Run::start([ 'psql', '-X', '-q', '-d', $node->connstr('postgres') ],
-    '<', \$barrier_in, '>', \$barrier_out);
-until ($node->safe_psql('postgres',
-        q(SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted)) eq '1') {
-    $barrier->pump_nb;
-    usleep(10_000);
-}
+my $barrier = $node->background_psql('postgres');
+$barrier->query_safe('SELECT pg_advisory_lock(42)');
 
 my $sessions = 4;
 my $per_session = 250_000;
-my @runs;
+my @generating;
 for my $session (1 .. $sessions) {
-    my ($out, $err) = ('', '');
-    my $sql = "SELECT pg_advisory_lock_shared(42); "
-      . "INSERT INTO issued SELECT $session, n, snowflake_nextval() "
-      . "FROM generate_series(1, $per_session) AS n";
-    push @runs, [
-        IPC::Run::start(
-            [ 'psql', '-X', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'), '-c', $sql ],
-            '>', \$out, '2>', \$err),
-        \$err ];
+    my $psql = $node->background_psql('postgres');
+    $psql->query_until(qr/waiting/, "\\echo waiting\nSELECT pg_advisory_lock_shared(42);\n"
+          . "INSERT INTO issued SELECT $session, n, snowflake_nextval() "
+          . "FROM generate_series(1, $per_session) AS n;\n");
+    push @generating, $psql;
 }
 $node->poll_query_until('postgres',
     q(SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted), $sessions)
   or die 'the sessions did not reach the barrier';
-$barrier_in .= "SELECT pg_advisory_unlock(42);\n\\q\n";
-$barrier->finish;
-for my $run (@runs) {
-    my ($harness, $err) = @$run;
-    ok($harness->finish, 'session finished') or diag($$err);
+$barrier->query_safe('SELECT pg_advisory_unlock(42)');
+# A query after the INSERT returns once it finished, and fails if it did.
+for my $psql (@generating) {
+    $psql->query_safe('SELECT 1');
+    $psql->quit;
 }
+$barrier->quit;
 
 my $total = $sessions * $per_session;
 is($node->safe_psql('postgres', 'SELECT count(*) FROM issued'), $total, "$total ids stored");

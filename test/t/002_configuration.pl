@@ -6,7 +6,6 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
-use lib "$FindBin::RealBin/../perl";
 use SnowflakeTest;
 
 # Without shared_preload_libraries: the pure functions work, generation explains what to do.

@@ -5,8 +5,6 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use FindBin;
-use lib "$FindBin::RealBin/../perl";
 use SnowflakeTest;
 
 my $node = snowflake_node('damaged', datacenter_id => 11, machine_id => 12);

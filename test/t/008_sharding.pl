@@ -10,8 +10,6 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use IO::Socket::INET;
 use IPC::Run;
-use FindBin;
-use lib "$FindBin::RealBin/../perl";
 use SnowflakeTest;
 
 # A connection string that can sit inside an SQL literal as it is.

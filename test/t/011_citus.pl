@@ -9,8 +9,6 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use FindBin;
-use lib "$FindBin::RealBin/../perl";
 use SnowflakeTest;
 
 my @members = (['coordinator', 1], ['worker1', 2], ['worker2', 3]);

@@ -7,8 +7,6 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use FindBin;
-use lib "$FindBin::RealBin/../perl";
 use SnowflakeTest;
 
 my $primary = snowflake_node('primary', allows_streaming => 1, has_archiving => 1,

@@ -11,7 +11,6 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
 use FindBin;
-use lib "$FindBin::RealBin/../perl";
 use SnowflakeTest;
 
 # The fault library, built here so that the test needs nothing but a C compiler.

@@ -10,8 +10,6 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use FindBin;
-use lib "$FindBin::RealBin/../perl";
 use SnowflakeTest;
 
 plan skip_all => 'libfaketime is not installed' unless have_libfaketime();

@@ -10,8 +10,6 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
 
-use FindBin;
-use lib "$FindBin::RealBin/../perl";
 use SnowflakeTest;
 
 my $primary = snowflake_node('original', allows_streaming => 1, has_archiving => 1,

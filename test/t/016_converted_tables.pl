@@ -8,8 +8,6 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use FindBin;
-use lib "$FindBin::RealBin/../perl";
 use SnowflakeTest;
 
 my $schema = q(

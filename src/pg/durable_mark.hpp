@@ -1,0 +1,27 @@
+// The durable mark (durable_mark.cpp): its file in the data directory, its WAL record and its
+// use by the generator. Include only after postgres.h.
+#pragma once
+
+#include <cstdint>
+
+#include "pg/shared_state.hpp"
+
+inline constexpr char kMarkFileName[] = "snowflake_mark";
+
+// At start-up and after a crash re-initialisation the generator starts from the file's mark.
+// Returns whether there was no mark file at all.
+bool snowflake_restore_durable_mark(SnowflakeShared *shared);
+
+// When the postmaster stops cleanly, saves the exact last timestamp in place of the lease.
+void snowflake_save_final_mark_at_exit();
+
+// Refuses generation, naming the file and the way out, when the mark could not be restored.
+void snowflake_require_usable_mark(const SnowflakeShared *shared);
+
+// Moves the mark a lease past now: file, flushed WAL record, the synchronous standbys' flush,
+// then shared memory. With wait false it leaves the work to whoever already holds the lock and
+// does not wait for standbys.
+void snowflake_extend_durable_mark(SnowflakeShared *shared, int64_t now_unix_ms, bool wait);
+
+// Registers the WAL resource manager that carries marks to standbys.
+void snowflake_register_wal_resource_manager();

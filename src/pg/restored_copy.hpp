@@ -1,0 +1,12 @@
+// The warning of a restored copy that still has its original's node ids (restored_copy.cpp).
+// Include only after postgres.h.
+#pragma once
+
+#include "pg/shared_state.hpp"
+
+// At start-up, records and logs whether this server starts as a restored copy of another.
+void snowflake_note_start_from_backup(SnowflakeShared *shared);
+
+// Warns the session, before its first id, that this restored copy still has its original's
+// node ids.
+void snowflake_warn_if_restored_copy(const SnowflakeShared *shared);
