@@ -11,7 +11,7 @@ use Test::More;
 use Time::HiRes qw(usleep);
 
 our @EXPORT = qw(snowflake_node start_with_clock set_clock_offset error_of have_libfaketime
-  max_id kill9_and_wait set_and_reload);
+  max_id kill9_and_wait set_and_reload start_statement finish_statement);
 
 # Debian's multiarch path of libfaketime, whatever the architecture.
 my ($libfaketime) = glob('/usr/lib/*/faketime/libfaketime.so.1');
@@ -82,6 +82,25 @@ sub error_of {
         "\\set VERBOSITY verbose\n$sql", on_error_stop => 1);
     isnt($ret, 0, "fails: $sql");
     return $stderr;
+}
+
+# Starts a statement in a session of its own and returns the session once it runs, for
+# statements that must run at the same time; finish_statement waits for it.
+sub start_statement {
+    my ($node, $dbname, $sql) = @_;
+    my $psql = $node->background_psql($dbname);
+    $psql->query_until(qr/started\n/, "\\echo started\n$sql;\n");
+    return $psql;
+}
+
+# Waits until the statement that start_statement began has finished and returns what it
+# printed; dies if it failed (the session stops at the first error).
+sub finish_statement {
+    my ($psql) = @_;
+    my $output = $psql->query_safe('\echo finished');
+    $psql->quit;
+    $output =~ s/\n?finished\n?\z//;
+    return $output;
 }
 
 # The largest id in a table, or -1 when it is empty.

@@ -5,7 +5,6 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use IPC::Run;
 use SnowflakeTest;
 
 my $node = snowflake_node('sessions', datacenter_id => 9, machine_id => 10);
@@ -38,27 +37,16 @@ like(
     'the parallel query calls snowflake_nextval() in its workers');
 
 my $per_session = 150_000;
-my @runs;
+my @sessions;
 for my $session (0 .. 7) {
     my $database = $databases[ $session % 3 ];
-    my ($out, $err) = ('', '');
-    push @runs, [
-        IPC::Run::start([ 'psql', '-X', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr($database),
-                '-c', "INSERT INTO issued SELECT snowflake_nextval() "
-                  . "FROM generate_series(1, $per_session)" ],
-            '>', \$out, '2>', \$err),
-        \$err, "session $session in $database" ];
+    push @sessions, start_statement($node, $database,
+        "INSERT INTO issued SELECT snowflake_nextval() FROM generate_series(1, $per_session)");
 }
-my ($parallel_out, $parallel_err) = ('', '');
-my $parallel = IPC::Run::start(
-    [ 'psql', '-X', '-A', '-t', '-q', '-d', $node->connstr('db_one'),
-        '-c', $parallel_settings . 'SELECT snowflake_nextval() FROM big' ],
-    '>', \$parallel_out, '2>', \$parallel_err);
-for my $run (@runs) {
-    my ($harness, $err, $label) = @$run;
-    ok($harness->finish, "$label finished") or diag($$err);
-}
-ok($parallel->finish, 'the parallel query finished') or diag($parallel_err);
+my $parallel = start_statement($node, 'db_one',
+    $parallel_settings . 'SELECT snowflake_nextval() FROM big');
+finish_statement($_) for @sessions;
+my $parallel_out = finish_statement($parallel);
 
 my %seen;
 my $total = 0;

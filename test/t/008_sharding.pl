@@ -9,7 +9,6 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IO::Socket::INET;
-use IPC::Run;
 use SnowflakeTest;
 
 # A connection string that can sit inside an SQL literal as it is.
@@ -81,16 +80,9 @@ for my $number (1 .. 3) {
 }
 push @writers, [ $coordinator,
     "INSERT INTO events (shard, origin) SELECT 1 + n % 3, 'coordinator' FROM generate_series(1, 60000) AS n" ];
-my @runs = map {
-    my ($node, $sql) = @$_;
-    my ($out, $err) = ('', '');
-    [ IPC::Run::start([ 'psql', '-X', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'),
-                '-c', $sql ], '>', \$out, '2>', \$err), \$err, $node->name ];
-} @writers;
-for my $run (@runs) {
-    my ($harness, $err, $name) = @$run;
-    ok($harness->finish, "the writer on $name finished") or diag($$err);
-}
+my @sessions = map { start_statement($_->[0], 'postgres', $_->[1]) } @writers;
+finish_statement($_) for @sessions;
+pass('every writer finished');
 
 my $total = 0;
 $total += $_->safe_psql('postgres', 'SELECT count(*) FROM events') for @shards;
