@@ -465,6 +465,13 @@ SQL
     $session->close;
 }
 
+# Case 6: the core alone, through Google Benchmark.
+sub core {
+    print "## 6. The core alone (Google Benchmark)\n\n```\n";
+    print run_or_die($core_bench, '--benchmark_min_time=0.2');
+    print "```\n\n";
+}
+
 # Case 7: one session on each of 1, 2 and 3 servers with distinct node ids, all at once: ids per
 # second against N x 4,096,000.
 sub servers {
@@ -572,13 +579,6 @@ sub conversion {
     printf "One conversion: %.0f ms; pg_dump -Fc %.1f s, pg_restore -j %d %.1f s; a new row in the "
       . "restored database gets a Snowflake id above the old keys: %s.\n\n",
       $convert_ms, $dump_s, $cores, $restore_s, $fresh eq 't' ? 'yes' : 'no';
-}
-
-# Case 6: the core alone, through Google Benchmark.
-sub core {
-    print "## 6. The core alone (Google Benchmark)\n\n```\n";
-    print run_or_die($core_bench, '--benchmark_min_time=0.2');
-    print "```\n\n";
 }
 
 my $started = time;

@@ -11,7 +11,7 @@ use Test::More;
 use Time::HiRes qw(usleep);
 
 our @EXPORT = qw(snowflake_node start_with_clock set_clock_offset error_of have_libfaketime
-  max_id kill9_and_wait set_and_reload start_statement finish_statement);
+  max_id kill9_and_wait set_and_reload start_statement finish_statement archive_current_wal);
 
 # Debian's multiarch path of libfaketime, whatever the architecture.
 my ($libfaketime) = glob('/usr/lib/*/faketime/libfaketime.so.1');
@@ -101,6 +101,17 @@ sub finish_statement {
     $psql->quit;
     $output =~ s/\n?finished\n?\z//;
     return $output;
+}
+
+# Switches to a new WAL segment and waits until the archiver has the one that was current, so that
+# a restore from the archive sees everything written so far.
+sub archive_current_wal {
+    my ($node) = @_;
+    my $segment = $node->safe_psql('postgres', 'SELECT pg_walfile_name(pg_current_wal_lsn())');
+    $node->safe_psql('postgres', 'SELECT pg_switch_wal()');
+    $node->poll_query_until('postgres',
+        "SELECT last_archived_wal >= '$segment' FROM pg_stat_archiver")
+      or die "the WAL segment $segment was not archived";
 }
 
 # The largest id in a table, or -1 when it is empty.

@@ -26,12 +26,7 @@ my $max = max_id($primary, 'issued');
 is( $primary->safe_psql('postgres',
         "SELECT rm_id || ' ' || rm_name FROM pg_get_wal_resource_managers() WHERE NOT rm_builtin"),
     '128 snowflake', 'the resource manager is registered as id 128');
-my $last_segment = $primary->safe_psql('postgres',
-    'SELECT pg_walfile_name(pg_current_wal_lsn())');
-$primary->safe_psql('postgres', 'SELECT pg_switch_wal()');
-$primary->poll_query_until('postgres',
-    "SELECT last_archived_wal >= '$last_segment' FROM pg_stat_archiver")
-  or die 'the WAL was not archived';
+archive_current_wal($primary);
 
 # Starts a server without the library and waits for its recovery to stop at a mark record, then
 # puts the library back for the next start.

@@ -54,6 +54,16 @@ command_ok(
     'pg_upgrade with no step added for the extension');
 ok(!-e $new->data_dir . '/snowflake_mark', 'pg_upgrade does not carry the mark file');
 
+# Inserts rows of a phase into orders and checks that every new id is above the floor.
+sub inserts_above {
+    my ($phase, $count, $floor, $what) = @_;
+    $new->safe_psql('postgres',
+        "INSERT INTO orders (phase) SELECT '$phase' FROM generate_series(1, $count)");
+    is($new->safe_psql('postgres',
+            "SELECT count(*) FROM orders WHERE phase = '$phase' AND id > $floor"),
+        $count, $what);
+}
+
 # The new cluster's clock is two minutes behind the old cluster's last id.
 set_clock_offset($clock_file, '-120');
 my $log_offset = -s $new->logfile // 0;
@@ -74,11 +84,8 @@ is($new->safe_psql('postgres', "SELECT count(*) FROM orders WHERE phase <> 'befo
     '0', 'nothing was issued below the old keys');
 
 set_clock_offset($clock_file, '+0');
-$new->safe_psql('postgres',
-    "INSERT INTO orders (phase) SELECT 'after' FROM generate_series(1, 5000)");
-is($new->safe_psql('postgres',
-        "SELECT count(*) FROM orders WHERE phase = 'after' AND id > $old_max"),
-    '5000', 'every id after the upgrade is above every id of the old cluster');
+inserts_above('after', 5000, $old_max,
+    'every id after the upgrade is above every id of the old cluster');
 
 # The other database is checked on its own first use, even after a restart in between: the
 # check stays armed until every database has been checked.
@@ -120,11 +127,8 @@ ok($new->log_contains(
         $log_offset),
     'the key of 2060 is left out of the floor, with a warning naming it');
 set_clock_offset($clock_file, '+0');
-$new->safe_psql('postgres',
-    "INSERT INTO orders (phase) SELECT 'after removal' FROM generate_series(1, 1000)");
-is($new->safe_psql('postgres',
-        "SELECT count(*) FROM orders WHERE phase = 'after removal' AND id > $new_max"),
-    '1000', 'every id after the removal is above every stored key');
+inserts_above('after removal', 1000, $new_max,
+    'every id after the removal is above every stored key');
 # Once every database that takes connections was checked in one run, the check is disarmed.
 $new->safe_psql('shop', 'SELECT snowflake_nextval()');
 ok($new->wait_for_log(qr/every database has been checked for keys/, $log_offset),

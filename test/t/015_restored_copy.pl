@@ -23,12 +23,7 @@ $primary->backup('base');
 $primary->safe_psql('postgres',
     "INSERT INTO issued (origin) SELECT 'original' FROM generate_series(1, 100000)");
 my $primary_max = max_id($primary, 'issued');
-my $last_segment = $primary->safe_psql('postgres',
-    'SELECT pg_walfile_name(pg_current_wal_lsn())');
-$primary->safe_psql('postgres', 'SELECT pg_switch_wal()');
-$primary->poll_query_until('postgres',
-    "SELECT last_archived_wal >= '$last_segment' FROM pg_stat_archiver")
-  or die 'the WAL of the last ids was not archived';
+archive_current_wal($primary);
 
 # A point-in-time restore of the archive, started next to its running original.
 my $copy = PostgreSQL::Test::Cluster->new('copy');
