@@ -22,6 +22,12 @@ like($error, qr/ERROR:  55000: snowflake must be loaded via shared_preload_libra
     'nextval without preloading: 55000');
 like($error, qr/HINT:  Add shared_preload_libraries = 'snowflake' to postgresql.conf/,
     'the hint shows the line to add');
+$plain->safe_psql('postgres', 'CREATE TABLE legacy (id serial PRIMARY KEY)');
+$error = error_of($plain, "SELECT * FROM snowflake_convert_column('legacy', 'id')");
+like($error, qr/ERROR:  55000: snowflake must be loaded via shared_preload_libraries/,
+    'the conversion without preloading: 55000');
+is($plain->safe_psql('postgres', "SELECT pg_get_serial_sequence('legacy', 'id') IS NOT NULL"),
+    't', 'and the column is left as it was');
 is( $plain->safe_psql(
         'postgres',
         q(SELECT concat_ws(',', datacenter_id IS NULL, machine_id IS NULL, epoch,
