@@ -55,9 +55,14 @@ include $(PGXS)
 # In a directory of their own, since their names (design.md, ...) would clash in the shared one.
 docmoduledir := extension/snowflake
 
-# The tests' own helpers (test/perl/SnowflakeTest.pm), after PGXS, which sets PROVE_FLAGS; prove
-# runs from the source directory.
-PROVE_FLAGS += -I test/perl
+# The tests' own helpers (test/perl/SnowflakeTest.pm), added after PGXS sets PG_PROVE_FLAGS, so
+# that a PROVE_FLAGS given on the command line (--verbose) keeps them.
+PG_PROVE_FLAGS += -I $(srcdir)/test/perl
+
+# PGXS installs DOCS by their base names but would remove them by their paths.
+uninstall: uninstall-docs
+uninstall-docs:
+	rm -f $(addprefix '$(DESTDIR)$(docdir)/$(docmoduledir)'/, $(notdir $(DOCS)))
 
 # The LLVM bitcode for JIT inlining is compiled by clang from the same sources and flags.
 BITCODE_CXXFLAGS += $(SNOWFLAKE_CXXFLAGS)
@@ -115,7 +120,7 @@ dist:
 
 # The error boundary (module.cpp): an ereport longjmps over C++ frames, so the glue may hold no
 # standard-library type that owns memory or runs a destructor. The core may, and does not cross.
-OWNING_STD_TYPES = std::(string|vector|map|unordered_map|set|unordered_set|list|deque|function|unique_ptr|shared_ptr|optional|variant|any|[a-z]*stringstream)\b
+OWNING_STD_TYPES = (std::(basic_string|string|wstring|u16string|u32string|vector|map|multimap|unordered_map|unordered_multimap|set|multiset|unordered_set|unordered_multiset|list|forward_list|deque|queue|priority_queue|stack|function|unique_ptr|shared_ptr|weak_ptr|optional|variant|any|[a-z]*stream|[a-z]*streambuf|regex|thread|jthread|lock_guard|unique_lock|scoped_lock|shared_lock)\b|using namespace std)
 boundarycheck:
 	@if grep -nE '$(OWNING_STD_TYPES)' $(srcdir)/src/pg/*.cpp $(srcdir)/src/pg/*.hpp; then \
 		echo "src/pg holds an owning standard-library type: an ereport would skip its destructor"; \
@@ -123,4 +128,4 @@ boundarycheck:
 	fi
 	@echo "src/pg: no owning standard-library type"
 
-.PHONY: unitcheck fuzzcheck boundarycheck dist
+.PHONY: unitcheck fuzzcheck boundarycheck uninstall-docs dist

@@ -125,6 +125,16 @@ CREATE TABLE viewed (id serial PRIMARY KEY);
 CREATE TABLE viewed_lines (viewed_id integer REFERENCES viewed (id));
 CREATE VIEW viewed_lines_view AS SELECT viewed_id FROM viewed_lines;
 SELECT pg_temp.refusal($$SELECT * FROM snowflake_convert_column('viewed', 'id')$$);
+-- A view on a sibling partition of a partitioned table that references the key.
+CREATE TABLE sited (id serial PRIMARY KEY);
+CREATE TABLE sited_events (sited_id integer NOT NULL, at date NOT NULL) PARTITION BY RANGE (at);
+CREATE TABLE sited_events_2025 PARTITION OF sited_events
+    FOR VALUES FROM ('2025-01-01') TO ('2026-01-01');
+CREATE TABLE sited_events_2026 PARTITION OF sited_events
+    FOR VALUES FROM ('2026-01-01') TO ('2027-01-01');
+ALTER TABLE sited_events_2026 ADD FOREIGN KEY (sited_id) REFERENCES sited (id);
+CREATE VIEW sited_2025_view AS SELECT sited_id FROM sited_events_2025;
+SELECT pg_temp.refusal($$SELECT * FROM snowflake_convert_column('sited', 'id')$$);
 SELECT column_shape('viewed', 'id'), column_shape('viewed_lines', 'viewed_id');
 -- Not the owner of the table, then not the owner of a table that references it.
 CREATE ROLE convert_owner;

@@ -301,8 +301,7 @@ Tuplestorestate *begin_result_set(FunctionCallInfo fcinfo, TupleDesc *tupdesc) {
     return store;
 }
 
-// The columns of a result row, in the order of the SQL declaration.
-enum PeerColumn { kPeerColumn, kDatacenterColumn, kMachineColumn, kOffsetColumn, kProblemColumn };
+// The columns of a result row: peer, datacenter_id, machine_id, clock_offset_ms, problem.
 constexpr int kPeerColumnCount = 5;
 
 // A check of nothing would pass, so a missing argument or an empty list is an error, as is a
@@ -374,21 +373,23 @@ void emit_reports(FunctionCallInfo fcinfo, const PeerReport *reports, int count)
     Tuplestorestate *store = begin_result_set(fcinfo, &tupdesc);
     for (int r = 0; r < count; r++) {
         const PeerReport &report = reports[r];
-        const bool ids_known = report.answered && report.node_ids == PeerNodeIds::kSet;
+        // An id the peer has set is shown even when the other one is not.
+        const bool settings_read =
+            report.answered && report.node_ids != PeerNodeIds::kLibraryNotLoaded;
         Datum values[kPeerColumnCount];
         bool nulls[kPeerColumnCount];
         int i = 0;
         values[i] = CStringGetTextDatum(report.peer);
         nulls[i++] = false;
         values[i] = Int32GetDatum(report.datacenter_id);
-        nulls[i++] = !ids_known;
+        nulls[i++] = !settings_read || report.datacenter_id < 0;
         values[i] = Int32GetDatum(report.machine_id);
-        nulls[i++] = !ids_known;
+        nulls[i++] = !settings_read || report.machine_id < 0;
         values[i] = Int64GetDatum(report.clock_offset_ms);
         nulls[i++] = !report.answered;
         values[i] = CStringGetTextDatum(report.problems.data);
         nulls[i++] = report.problems.len == 0;
-        Assert(i == kPeerColumnCount && kProblemColumn == kPeerColumnCount - 1);
+        Assert(i == kPeerColumnCount);
         tuplestore_putvalues(store, tupdesc, values, nulls);
     }
 }

@@ -138,22 +138,30 @@ BEGIN
                   HINT = 'Give the rows with such keys new keys first.';
     END IF;
 
-    -- Views and policies that a change of type would break, named at once.
-    WITH widened(relation, attnum) AS (
-        SELECT target_table::oid, attribute.attnum WHERE attribute.atttypid <> 'int8'::regtype
+    -- Views and policies that a change of type would break, named at once: on each table whose
+    -- column is widened, on the root of its partition tree (which is what is altered) and on
+    -- every partition of that tree.
+    WITH widened(relation, attname) AS (
+        SELECT target_table::oid, target_column WHERE attribute.atttypid <> 'int8'::regtype
         UNION
-        SELECT c.conrelid, k.referencing
+        SELECT coalesce(pg_partition_root(c.conrelid), c.conrelid), a.attname
         FROM pg_constraint AS c
         CROSS JOIN LATERAL unnest(c.confkey, c.conkey) AS k(referenced, referencing)
         JOIN pg_attribute AS a ON a.attrelid = c.conrelid AND a.attnum = k.referencing
         WHERE c.contype = 'f' AND c.confrelid = target_table AND c.conparentid = 0
           AND k.referenced = attribute.attnum
-          AND a.atttypid IN ('int2'::regtype, 'int4'::regtype))
+          AND a.atttypid IN ('int2'::regtype, 'int4'::regtype)),
+    members(relation, attname) AS (
+        SELECT w.relation, w.attname FROM widened AS w
+        UNION
+        SELECT t.relid, w.attname FROM widened AS w
+        CROSS JOIN LATERAL pg_partition_tree(w.relation) AS t)
     SELECT string_agg(DISTINCT pg_describe_object(dep.classid, dep.objid, 0), ', ')
     INTO blockers
-    FROM widened AS w
-    JOIN pg_depend AS dep ON dep.refclassid = 'pg_class'::regclass AND dep.refobjid = w.relation
-                         AND dep.refobjsubid = w.attnum
+    FROM members AS m
+    JOIN pg_attribute AS a ON a.attrelid = m.relation AND a.attname = m.attname
+    JOIN pg_depend AS dep ON dep.refclassid = 'pg_class'::regclass AND dep.refobjid = m.relation
+                         AND dep.refobjsubid = a.attnum
     WHERE dep.classid IN ('pg_rewrite'::regclass, 'pg_policy'::regclass)
       AND dep.deptype = 'n';
     IF blockers IS NOT NULL THEN

@@ -94,10 +94,13 @@ sub start_statement {
 }
 
 # Waits until the statement that start_statement began has finished and returns what it
-# printed; dies if it failed (the session stops at the first error).
+# printed. It dies, showing the server's message, if the statement failed (psql then stops) or
+# wrote anything to stderr, a warning included. Like every background_psql session, the whole
+# session must end within the test framework's default timeout.
 sub finish_statement {
     my ($psql) = @_;
-    my $output = $psql->query_safe('\echo finished');
+    my $output = eval { $psql->query_safe('\echo finished') };
+    die "statement failed: $psql->{stderr}" unless defined $output;
     $psql->quit;
     $output =~ s/\n?finished\n?\z//;
     return $output;

@@ -8,6 +8,7 @@ use IO::Socket::INET;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes;
 use SnowflakeTest;
 
 # One backend message: its type byte, then its length (which counts itself) and its body.
@@ -28,9 +29,10 @@ sub read_exactly {
 }
 
 # Serves one connection: authentication without a password, then the given number of rows of
-# $columns text columns for every query, until the client says goodbye.
+# $columns text columns for every query (the given values, or 1 in each), until the client says
+# goodbye.
 sub serve_connection {
-    my ($socket, $rows, $columns) = @_;
+    my ($socket, $rows, $columns, @values) = @_;
     my $startup_size = unpack('N', read_exactly($socket, 4));
     read_exactly($socket, $startup_size - 4);
     syswrite($socket,
@@ -45,7 +47,8 @@ sub serve_connection {
         my $fields = join '',
           map { "column$_\0" . pack('NnNnNn', 0, 0, 25, -1 & 0xFFFF, 0xFFFFFFFF, 0) }
           1 .. $columns;
-        my $row = pack('n', $columns) . join '', map { pack('N', 1) . '1' } 1 .. $columns;
+        my @cells = map { $values[ $_ - 1 ] // '1' } 1 .. $columns;
+        my $row = pack('n', $columns) . join '', map { pack('N', length $_) . $_ } @cells;
         syswrite($socket,
             message('T', pack('n', $columns) . $fields)
               . join('', map { message('D', $row) } 1 .. $rows)
@@ -61,13 +64,19 @@ my $listener = IO::Socket::INET->new(
     ReuseAddr => 1) or die "listen: $!";
 my $port = $listener->sockport;
 my @answers = ([0, 4], [2, 4], [1, 3]);
+# A peer whose datacenter id is set and whose machine id is not, with the right clock and the
+# extension installed.
+my $one_id_set = [1, 4, '7', '-1', 'CLOCK', 't'];
 my $server_pid = fork() // die "fork: $!";
 if ($server_pid == 0) {
     # However the test ends, the imitation peer does not outlive it for long.
     alarm 60;
-    for my $answer (@answers) {
+    for my $answer (@answers, $one_id_set) {
         my $socket = $listener->accept or exit 1;
-        serve_connection($socket, @$answer);
+        # The clock is read when the query comes, in the Unix microseconds the check asks for.
+        my @answer = map { $_ eq 'CLOCK' ? sprintf('%.0f', Time::HiRes::time() * 1e6) : $_ }
+          @$answer;
+        serve_connection($socket, @answer);
         close $socket;
     }
     exit 0;
@@ -90,6 +99,11 @@ for my $answer (@answers) {
           . 'is it a PostgreSQL server?',
         "a peer that answers $answered is reported as such");
 }
+is( $node->safe_psql('postgres',
+        "SELECT concat_ws('|', datacenter_id, coalesce(machine_id::text, 'NULL'), problem) "
+          . "FROM snowflake_check_peers(ARRAY['$peer'], 10000, 5000)"),
+    '7|NULL|node ids not set',
+    'a peer with one id set shows that id, the other as NULL, and says the ids are not set');
 waitpid($server_pid, 0);
 is($?, 0, 'the imitation peer served every connection');
 $server_pid = 0;
