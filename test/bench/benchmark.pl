@@ -15,7 +15,7 @@ use Time::HiRes qw(time sleep);
 my $core_bench = shift @ARGV;
 my $repetitions = $ENV{BENCH_REPETITIONS} // 5;
 # A comma-separated list of case numbers to run, for working on one case; all by default.
-my %selected = map { $_ => 1 } split /,/, ($ENV{BENCH_CASES} // '1,2,3,4,5,6,7,8');
+my %selected = map { $_ => 1 } split /,/, ($ENV{BENCH_CASES} // '1,2,3,4,5,6,7,8,9');
 my $ceiling_ids_per_ms = 4096;
 my $work_dir = tempdir('snowflake-bench-XXXXXX', TMPDIR => 1, CLEANUP => 1);
 my $port = 54331;
@@ -122,16 +122,18 @@ sub table {
 
 sub fmt { return sprintf($_[0], $_[1]); }
 
-# A server of its own data directory, port and machine id, with the extension created.
+# A server of its own data directory, port and machine id, with the extension created; the
+# library is preloaded unless $preload is given and false.
 sub start_server {
-    my ($directory, $server_port, $machine_id) = @_;
+    my ($directory, $server_port, $machine_id, $preload) = @_;
+    my $preloaded = $preload // 1 ? "shared_preload_libraries = 'snowflake'" : '';
     run_or_die('initdb', '-D', $directory, '-A', 'trust', '--no-sync');
     open my $conf, '>>', "$directory/postgresql.conf" or die $!;
     print {$conf} <<"CONF";
 listen_addresses = ''
 port = $server_port
 unix_socket_directories = '$work_dir'
-shared_preload_libraries = 'snowflake'
+$preloaded
 snowflake.datacenter_id = 1
 snowflake.machine_id = $machine_id
 shared_buffers = '1GB'
@@ -298,8 +300,14 @@ sub pgbench_tps {
     open my $fh, '>', $script or die $!;
     print {$fh} "$sql;\n";
     close $fh;
-    my $output = run_or_die('pgbench', '-n', '-c', '2', '-j', '2', '-T', $seconds, '-f', $script,
-        '-h', $work_dir, '-p', $port, 'postgres');
+    return pgbench_run($port, '-f', $script, '-T', $seconds);
+}
+
+# Runs pgbench, 2 clients, against a server and returns its tps.
+sub pgbench_run {
+    my ($server_port, @arguments) = @_;
+    my $output = run_or_die('pgbench', '-n', '-c', '2', '-j', '2', @arguments,
+        '-h', $work_dir, '-p', $server_port, 'postgres');
     my ($tps) = $output =~ /tps = ([\d.]+) \(without initial connection time\)/;
     die "no tps in pgbench output:\n$output" unless defined $tps;
     return $tps;
@@ -581,6 +589,33 @@ sub conversion {
       $convert_ms, $dump_s, $cores, $restore_s, $fresh eq 't' ? 'yes' : 'no';
 }
 
+# Case 9: what the planner hook costs ordinary queries: pgbench -S (primary-key lookups, simple
+# protocol, so each is planned) with the library preloaded against a server without it.
+sub hook_cost {
+    my $plain_port = $port + 3;
+    start_server("$work_dir/plain", $plain_port, 4, 0);
+    run_or_die('pgbench', '-i', '-q', '-s', '10', '-h', $work_dir, '-p', $_, 'postgres')
+      for $port, $plain_port;
+    my $seconds = 5;
+    my %tps;
+    for my $run (1 .. $repetitions) {
+        for my $server ([ 'preloaded', $port ], [ 'not preloaded', $plain_port ]) {
+            push @{ $tps{ $server->[0] } },
+              pgbench_run($server->[1], '-S', '-M', 'simple', '-T', $seconds);
+        }
+    }
+    stop_server("$work_dir/plain");
+    run_or_die('psql', '-X', '-q', '-h', $work_dir, '-p', $port, '-d', 'postgres', '-c',
+        'DROP TABLE pgbench_accounts, pgbench_branches, pgbench_history, pgbench_tellers');
+    my $plain = median(@{ $tps{'not preloaded'} });
+    print "## 9. The planner hook on ordinary queries\n\n";
+    print "`pgbench -S -M simple`, scale 10, 2 clients, $seconds s per run, $repetitions runs per "
+      . "server, interleaved; the database has the extension in both.\n\n";
+    table([ 'server', 'median tps', 'tps / not preloaded' ],
+        map { [ $_, fmt('%.0f', median(@{ $tps{$_} })), fmt('%.3f', median(@{ $tps{$_} }) / $plain) ] }
+          'preloaded', 'not preloaded');
+}
+
 my $started = time;
 start_server($data_dir, $port, 1);
 open my $cpuinfo, '<', '/proc/cpuinfo' or die $!;
@@ -598,5 +633,6 @@ time_range() if $selected{5};
 core() if $selected{6};
 servers() if $selected{7};
 conversion() if $selected{8};
+hook_cost() if $selected{9};
 stop_server($data_dir);
 printf "Total time: %.0f s\n", time - $started;

@@ -100,7 +100,11 @@ sub start_statement {
 sub finish_statement {
     my ($psql) = @_;
     my $output = eval { $psql->query_safe('\echo finished') };
-    die "statement failed: $psql->{stderr}" unless defined $output;
+    if (!defined $output) {
+        # psql stopped at the error; what it wrote before it did is read to its end first.
+        eval { $psql->{run}->finish };
+        die "statement failed: $psql->{stderr}";
+    }
     $psql->quit;
     $output =~ s/\n?finished\n?\z//;
     return $output;

@@ -7,7 +7,6 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use IPC::Run;
 use SnowflakeTest;
 
 plan skip_all => 'libfaketime is not installed' unless have_libfaketime();
@@ -101,17 +100,14 @@ set_clock_offset($clock_file, '2030-01-01 00:00:00');
 my $waits_before = $node->safe_psql('postgres', 'SELECT sequence_waits FROM snowflake_info()');
 $node->safe_psql('postgres',
     'INSERT INTO issued SELECT snowflake_nextval() FROM generate_series(1, 4096)');
-my ($out, $stuck_err) = ('', '');
-my $stuck = IPC::Run::start(
-    [ 'psql', '-X', '-d', $node->connstr('postgres'), '-c',
-        'INSERT INTO issued SELECT snowflake_nextval() FROM generate_series(1, 10)' ],
-    '>', \$out, '2>', \$stuck_err);
+my $stuck = start_statement($node, 'postgres',
+    'INSERT INTO issued SELECT snowflake_nextval() FROM generate_series(1, 10)');
 $node->poll_query_until('postgres', q(
 SELECT pg_cancel_backend(pid) FROM pg_stat_activity
-WHERE query LIKE 'INSERT INTO issued SELECT snowflake_nextval() FROM generate_series(1, 10)'
+WHERE query LIKE 'INSERT INTO issued SELECT snowflake_nextval() FROM generate_series(1, 10)%'
   AND state = 'active')) or die 'the waiting statement was not found';
-$stuck->finish;
-like($stuck_err, qr/canceling statement due to user request/,
+eval { finish_statement($stuck) };
+like($@, qr/canceling statement due to user request/,
     'a query cancel ends the wait for the next millisecond');
 is( $node->safe_psql('postgres',
         q(SELECT count(*) FROM issued WHERE snowflake_timestamp(id) = '2030-01-01 00:00:00+00')),
