@@ -100,15 +100,21 @@ set_clock_offset($clock_file, '2030-01-01 00:00:00');
 my $waits_before = $node->safe_psql('postgres', 'SELECT sequence_waits FROM snowflake_info()');
 $node->safe_psql('postgres',
     'INSERT INTO issued SELECT snowflake_nextval() FROM generate_series(1, 4096)');
+my $log_offset = -s $node->logfile;
 my $stuck = start_statement($node, 'postgres',
     'INSERT INTO issued SELECT snowflake_nextval() FROM generate_series(1, 10)');
-$node->poll_query_until('postgres', q(
-SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+my $waiting = q(FROM pg_stat_activity
 WHERE query LIKE 'INSERT INTO issued SELECT snowflake_nextval() FROM generate_series(1, 10)%'
-  AND state = 'active')) or die 'the waiting statement was not found';
-eval { finish_statement($stuck) };
-like($@, qr/canceling statement due to user request/,
+  AND state = 'active');
+$node->poll_query_until('postgres', "SELECT pg_cancel_backend(pid) $waiting")
+  or die 'the waiting statement was not found';
+$node->poll_query_until('postgres', "SELECT count(*) = 0 $waiting")
+  or die 'the cancelled statement is still running';
+ok($node->log_contains(qr/ERROR:  canceling statement due to user request\n[^\n]*STATEMENT:  INSERT INTO issued SELECT snowflake_nextval\(\) FROM generate_series\(1, 10\)/,
+        $log_offset),
     'a query cancel ends the wait for the next millisecond');
+# The cancel made its psql stop (it stops at the first error); it is only waited for.
+eval { $stuck->quit };
 is( $node->safe_psql('postgres',
         q(SELECT count(*) FROM issued WHERE snowflake_timestamp(id) = '2030-01-01 00:00:00+00')),
     '4096', 'a stopped clock gives exactly 4,096 ids');
