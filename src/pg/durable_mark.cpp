@@ -111,8 +111,7 @@ void raise_to(std::atomic<int64_t> &value, int64_t at_least) {
 
 // Raises the generator and the mark to at least mark_unix_ms, never lowering either.
 void adopt_mark(SnowflakeShared *shared, int64 mark_unix_ms) {
-    snowflake::raise_floor(shared->generator, mark_unix_ms);
-    raise_to(shared->lease_floor_ms, mark_unix_ms);
+    snowflake_raise_generator_through(shared, mark_unix_ms);
     raise_to(shared->durable_mark_ms, mark_unix_ms);
 }
 
@@ -259,6 +258,11 @@ void publish_logged_mark(SnowflakeShared *shared, bool wait) {
 
 void snowflake_register_wal_resource_manager() {
     RegisterCustomRmgr(kSnowflakeRmgrId, &snowflake_rmgr);
+}
+
+void snowflake_raise_generator_through(SnowflakeShared *shared, int64_t through_unix_ms) {
+    raise_to(shared->lease_floor_ms, through_unix_ms);
+    snowflake::raise_floor(shared->generator, through_unix_ms);
 }
 
 void snowflake_save_final_mark_at_exit() {

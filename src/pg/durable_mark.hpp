@@ -12,6 +12,11 @@ inline constexpr char kMarkFileName[] = "snowflake_mark";
 // Returns whether there was no mark file at all.
 bool snowflake_restore_durable_mark(SnowflakeShared *shared);
 
+// Raises the generator through a millisecond, never lowering it, and the lease floor with it
+// (first, so that no backend sees the raised state without it): while nothing newer is issued, a
+// clock up to a lease behind that millisecond is waited out like the rest of a lease.
+void snowflake_raise_generator_through(SnowflakeShared *shared, int64_t through_unix_ms);
+
 // When the postmaster stops cleanly, saves the exact last timestamp in place of the lease.
 void snowflake_save_final_mark_at_exit();
 

@@ -98,12 +98,12 @@ ArrayType *remember_database_checked(SnowflakeShared *shared) {
 }
 
 // Runs a one-value query and returns its bigint result, or -1 for NULL.
-int64 query_highest(const char *statement, int argument_count, Oid *argument_types,
-                    Datum *arguments) {
+int64 query_bigint(const char *statement, int argument_count, Oid *argument_types,
+                   Datum *arguments) {
     if (SPI_execute_with_args(statement, argument_count, argument_types, arguments, nullptr, true,
                               1) != SPI_OK_SELECT ||
         SPI_processed != 1) {
-        elog(ERROR, "snowflake: could not read the highest key: %s", statement);
+        elog(ERROR, "snowflake: could not run: %s", statement);
     }
     bool is_null = true;
     const Datum highest = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &is_null);
@@ -151,7 +151,7 @@ KeyProbe probe_highest_key(Oid nextval_oid, int restricted) {
         ErrorContextCallback context{error_context_stack, probe_error_context, table};
         error_context_stack = &context;
         SetUserIdAndSecContext(owner, restricted);
-        int64 highest = query_highest(
+        int64 highest = query_bigint(
             psprintf("SELECT pg_catalog.max(%s) FROM ONLY %s", column, table), 0, nullptr, nullptr);
         if (highest >= bound_id) {
             ereport(WARNING,
@@ -162,9 +162,9 @@ KeyProbe probe_highest_key(Oid nextval_oid, int restricted) {
                              "the row another key.")));
             Oid bigint_type[1] = {INT8OID};
             Datum bound[1] = {Int64GetDatum(bound_id)};
-            highest = query_highest(psprintf("SELECT pg_catalog.max(%s) FROM ONLY %s WHERE %s < $1",
-                                             column, table, column),
-                                    1, bigint_type, bound);
+            highest = query_bigint(psprintf("SELECT pg_catalog.max(%s) FROM ONLY %s WHERE %s < $1",
+                                            column, table, column),
+                                   1, bigint_type, bound);
         }
         SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, restricted);
         error_context_stack = context.previous;
@@ -175,26 +175,18 @@ KeyProbe probe_highest_key(Oid nextval_oid, int restricted) {
     return probe;
 }
 
-// Raises the generator through the key's millisecond. While nothing newer is issued, a clock up
-// to a lease behind that millisecond is waited out like the rest of a lease; further behind, it
-// is refused like any clock step back. The lease floor goes first, so that no backend sees the
-// raised state without it.
+// Raises the generator through the key's millisecond; a clock further behind it than a lease is
+// refused like any clock step back.
 void raise_floor_through_key(SnowflakeShared *shared, int64 key) {
     const snowflake::DecodeResult decoded = snowflake::decode(key);
     if (decoded.status != snowflake::CodecStatus::kOk) {
         return;
     }
-    const int64 through_unix_ms = decoded.parts.unix_ms;
     const snowflake::LastIssued last = snowflake::last_issued(shared->generator);
-    if (last.any && last.unix_ms >= through_unix_ms) {
+    if (last.any && last.unix_ms >= decoded.parts.unix_ms) {
         return;
     }
-    int64 lease_floor = shared->lease_floor_ms.load(std::memory_order_relaxed);
-    while (lease_floor < through_unix_ms &&
-           !shared->lease_floor_ms.compare_exchange_weak(lease_floor, through_unix_ms,
-                                                         std::memory_order_release)) {
-    }
-    snowflake::raise_floor(shared->generator, through_unix_ms);
+    snowflake_raise_generator_through(shared, decoded.parts.unix_ms);
 }
 
 // Once no database that takes connections is left unchecked, the mark file is trusted again.
@@ -202,8 +194,7 @@ void disarm_if_all_checked(SnowflakeShared *shared, ArrayType *checked) {
     SPI_connect();
     Oid array_type[1] = {OIDARRAYOID};
     Datum checked_argument[1] = {PointerGetDatum(checked)};
-    const int64 unchecked =
-        query_highest(kUncheckedDatabasesQuery, 1, array_type, checked_argument);
+    const int64 unchecked = query_bigint(kUncheckedDatabasesQuery, 1, array_type, checked_argument);
     SPI_finish();
     if (unchecked != 0) {
         return;
