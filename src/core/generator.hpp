@@ -68,25 +68,47 @@ NodeResult make_node(int32_t datacenter_id, int32_t machine_id) noexcept;
 Decision decide(uint64_t after_last_id, Node node, int64_t now_unix_ms,
                 int64_t issue_limit_unix_ms) noexcept;
 
-// Issues the next id with one compare-and-swap in the common case; a refusal (exhausted, clock
-// behind, out of range) never writes the state. read_clock() returns Unix ms. It is read after
-// the state word, and again after every failed swap: every timestamp already in the word was read
-// before this reading, so a reading that is merely late (the process was preempted) is never
-// mistaken for a clock that moved backwards.
+// What one caller last saw in the state word. Its first compare-and-swap is tried against this
+// guess instead of a fresh load: a caller that issued the last id then needs no load at all, and
+// one that did not pays one cache-line transfer (the failed swap, which returns the word with the
+// line held for writing) instead of two (a shared load, then the swap).
+struct SeenWord {
+    uint64_t after_last_id = 0;
+};
+
+// Issues the next id, in the common case with one compare-and-swap; a refusal (exhausted, clock
+// behind, out of range, past the limit) never writes the state. read_clock() returns Unix ms.
+// A refusal is only ever decided on the word loaded from the state and a clock reading taken
+// after that load: every timestamp in the word was read before this reading, so a reading that is
+// merely late (the process was preempted) is never mistaken for a clock that moved backwards.
+// An id, though, may be decided on a guess or on the word a failed swap returned, with the clock
+// reading taken before it: the swap succeeds only if the word still holds what the id was decided
+// on, and the id then follows that word, while its timestamp is a reading no older than the call.
+// Retrying a failed swap without reading the clock again keeps the window in which another
+// process can take the cache line to a few instructions.
 template <typename ReadClock>
-NextResult next_id(GeneratorState &state, Node node, int64_t issue_limit_unix_ms,
+NextResult next_id(GeneratorState &state, Node node, int64_t issue_limit_unix_ms, SeenWord &seen,
                    ReadClock &&read_clock) noexcept {
-    uint64_t after_last = state.after_last_id.load(std::memory_order_acquire);
+    uint64_t after_last = seen.after_last_id;
+    int64_t now_unix_ms = read_clock();
+    bool fresh = false;  // after_last was loaded, then the clock read
     for (;;) {
-        const int64_t now_unix_ms = read_clock();
         const Decision decision = decide(after_last, node, now_unix_ms, issue_limit_unix_ms);
-        if (decision.status != NextStatus::kIssued) {
+        if (decision.status == NextStatus::kIssued) {
+            const uint64_t after_id = static_cast<uint64_t>(decision.id) + 1;
+            if (state.after_last_id.compare_exchange_strong(
+                    after_last, after_id, std::memory_order_acq_rel, std::memory_order_acquire)) {
+                seen.after_last_id = after_id;
+                return {NextStatus::kIssued, decision.id, now_unix_ms, 0};
+            }
+            fresh = false;
+        } else if (fresh) {
+            seen.after_last_id = after_last;
             return {decision.status, 0, now_unix_ms, decision.last_unix_ms};
-        }
-        if (state.after_last_id.compare_exchange_weak(
-                after_last, static_cast<uint64_t>(decision.id) + 1, std::memory_order_acq_rel,
-                std::memory_order_acquire)) {
-            return {NextStatus::kIssued, decision.id, now_unix_ms, 0};
+        } else {
+            after_last = state.after_last_id.load(std::memory_order_acquire);
+            now_unix_ms = read_clock();
+            fresh = true;
         }
     }
 }

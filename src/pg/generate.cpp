@@ -2,6 +2,7 @@
 // The error-boundary and concurrency rules are stated at the top of module.cpp.
 
 #include <ctime>
+#include <sys/prctl.h>
 
 extern "C" {
 #include "postgres.h"
@@ -23,6 +24,7 @@ PG_FUNCTION_INFO_V1(snowflake_info);
 #include "core/codec.hpp"
 #include "core/generator.hpp"
 #include "core/layout.hpp"
+#include "core/wait.hpp"
 #include "pg/durable_mark.hpp"
 #include "pg/keys_floor.hpp"
 #include "pg/restored_copy.hpp"
@@ -77,12 +79,25 @@ void require_setting(const char *name, int value) {
                      name)));
 }
 
-// The node bits from the settings as this backend sees them now (a reload may change them).
+// The node bits from the settings as this backend sees them now (a reload may change them),
+// encoded again only when they change, so that the per-id path compares two integers.
 snowflake::Node configured_node() {
-    require_setting("snowflake.datacenter_id", snowflake_datacenter_id_setting);
-    require_setting("snowflake.machine_id", snowflake_machine_id_setting);
-    // The GUC ranges already hold the ids to 0..31, so the node is always valid here.
-    return snowflake::make_node(snowflake_datacenter_id_setting, snowflake_machine_id_setting).node;
+    // An impossible pair, so that the first call checks and encodes whatever is set.
+    static int encoded_datacenter_id = INT_MIN;
+    static int encoded_machine_id = INT_MIN;
+    static snowflake::Node encoded_node{};
+    if (snowflake_datacenter_id_setting != encoded_datacenter_id ||
+        snowflake_machine_id_setting != encoded_machine_id) {
+        require_setting("snowflake.datacenter_id", snowflake_datacenter_id_setting);
+        require_setting("snowflake.machine_id", snowflake_machine_id_setting);
+        // The GUC ranges already hold the ids to 0..31, so the node is always valid here.
+        encoded_node =
+            snowflake::make_node(snowflake_datacenter_id_setting, snowflake_machine_id_setting)
+                .node;
+        encoded_datacenter_id = snowflake_datacenter_id_setting;
+        encoded_machine_id = snowflake_machine_id_setting;
+    }
+    return encoded_node;
 }
 
 // A standby usually carries its primary's node ids, so its ids would collide with the primary's.
@@ -96,22 +111,45 @@ void refuse_during_recovery() {
     }
 }
 
-// A waiting backend sleeps through most of the rest of the exhausted millisecond and spins only
-// in its last kSpinWindowUs, so that it leaves the CPU to others without missing the boundary;
-// pg_usleep oversleeps by the timer slack (50 us by default), which the window absorbs. It returns
-// as soon as the clock leaves that millisecond in either direction, so that the generator decides
-// what a clock step means.
-constexpr int64 kSpinWindowUs = 150;
+// Monotonic microseconds, for deadlines that a step of the wall clock cannot stretch.
+int64 monotonic_clock_us() {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return static_cast<int64>(now.tv_sec) * 1000000 + now.tv_nsec / 1000;
+}
 
-void wait_for_clock_to_leave(int64 exhausted_unix_ms) {
+// Sleeps to an absolute monotonic deadline; a signal (a cancel) ends the sleep early. The first
+// wait of a backend asks for a timer slack of 1 µs for the rest of its life: the default 50 µs
+// would make every wake-up that much later than the boundary it waits for, and the backend's
+// other timed waits are few and long enough for the precision to cost nothing.
+void sleep_for_us(int64 sleep_us) {
+    static bool timer_slack_set = false;
+    if (!timer_slack_set) {
+#ifdef PR_SET_TIMERSLACK
+        (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+#endif
+        timer_slack_set = true;
+    }
+    const int64 deadline_us = monotonic_clock_us() + sleep_us;
+    struct timespec deadline;
+    deadline.tv_sec = deadline_us / 1000000;
+    deadline.tv_nsec = (deadline_us % 1000000) * 1000;
+    (void)clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, nullptr);
+}
+
+// Waits until the clock leaves the exhausted millisecond in either direction, so that the
+// generator decides what a clock step means; one waiter watches the boundary, the rest sleep
+// through it (core/wait.hpp).
+void wait_for_clock_to_leave(SnowflakeShared *shared, int64 exhausted_unix_ms) {
+    const bool watcher = snowflake::claim_boundary_watch(shared->boundary_watch, exhausted_unix_ms);
     for (;;) {
         const int64 now_us = wall_clock_unix_us();
         if (now_us / 1000 != exhausted_unix_ms) {
             return;
         }
-        const int64 until_next_ms_us = 1000 - now_us % 1000;
-        if (until_next_ms_us > kSpinWindowUs) {
-            pg_usleep(until_next_ms_us - kSpinWindowUs);
+        const int64 sleep_us = snowflake::sleep_before_next_ms_us(now_us, watcher);
+        if (sleep_us > 0) {
+            sleep_for_us(sleep_us);
         }
         CHECK_FOR_INTERRUPTS();
     }
@@ -166,6 +204,9 @@ void wait_or_refuse_clock_behind(SnowflakeShared *shared, int64 last_unix_ms, in
     pg_unreachable();
 }
 
+// The generator word as this backend last saw it (core/generator.hpp, SeenWord).
+snowflake::SeenWord seen_word;
+
 // Whether this backend passed the checks before its first id; an error in them leaves it false,
 // so the next call checks again.
 bool first_id_checked = false;
@@ -196,7 +237,7 @@ Datum snowflake_nextval(PG_FUNCTION_ARGS) {
     for (;;) {
         const int64 mark = shared->durable_mark_ms.load(std::memory_order_acquire);
         const snowflake::NextResult next =
-            snowflake::next_id(shared->generator, node, mark, wall_clock_unix_ms);
+            snowflake::next_id(shared->generator, node, mark, seen_word, wall_clock_unix_ms);
         switch (next.status) {
             case snowflake::NextStatus::kIssued:
                 snowflake_count_issued_id(shared);
@@ -212,7 +253,7 @@ Datum snowflake_nextval(PG_FUNCTION_ARGS) {
                     shared->sequence_waits.fetch_add(1, std::memory_order_relaxed);
                     counted_sequence_wait = true;
                 }
-                wait_for_clock_to_leave(next.now_unix_ms);
+                wait_for_clock_to_leave(shared, next.now_unix_ms);
                 break;
             case snowflake::NextStatus::kClockBehind:
                 wait_or_refuse_clock_behind(shared, next.last_unix_ms, next.now_unix_ms,

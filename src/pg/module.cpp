@@ -63,7 +63,13 @@ uint32_t counter_slot_count() {
     return static_cast<uint32_t>(MaxBackends);
 }
 
-// The counters sit right after the struct; ShmemInitStruct returns cache-line aligned memory.
+// ShmemInitStruct aligns what it returns to PG_CACHE_LINE_SIZE, which must cover the struct's own
+// alignment for the hot fields to stay apart.
+static_assert(alignof(SnowflakeShared) <= PG_CACHE_LINE_SIZE &&
+                  alignof(IdCounter) <= PG_CACHE_LINE_SIZE,
+              "shared memory is not aligned enough for the shared state");
+
+// The counters sit right after the struct, whose size is a multiple of their alignment.
 IdCounter *id_counters(const SnowflakeShared *shared) {
     return reinterpret_cast<IdCounter *>(const_cast<SnowflakeShared *>(shared) + 1);
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 extern "C" {
@@ -11,10 +12,15 @@ extern "C" {
 
 #include "core/generator.hpp"
 #include "core/mark_file.hpp"
+#include "core/wait.hpp"
+
+// Hot data is kept 128 bytes apart, not 64: the processor fetches cache lines in adjacent pairs,
+// so a line next to one that another core writes all the time is slow to read as well.
+inline constexpr size_t kFalseSharingBytes = 128;
 
 // One backend's count of issued ids, written only by the backend that owns the PGPROC slot of the
-// same index, on a cache line of its own so that counting never contends.
-struct alignas(64) IdCounter {
+// same index, apart from every other so that counting never contends.
+struct alignas(kFalseSharingBytes) IdCounter {
     std::atomic<uint64_t> ids{0};
 };
 
@@ -29,13 +35,14 @@ enum class MarkFileState : uint32_t {
 // How many databases shared memory remembers as checked by the floor from keys (keys_floor.cpp).
 inline constexpr uint32_t kMaxCheckedDatabases = 64;
 
-// The shared state: the generator word on a cache line of its own; the durable mark, read on
-// every call and written about twice a second, on another; then the rare-event counters.
+// The shared state: the generator word apart from everything else; the durable mark, read on
+// every call and written about twice a second, apart again; the boundary watch, claimed once a
+// millisecond while ids are used up; then the rare-event counters.
 // counter_count IdCounter slots follow the struct in the same shared-memory segment.
 struct SnowflakeShared {
-    alignas(64) snowflake::GeneratorState generator;
+    alignas(kFalseSharingBytes) snowflake::GeneratorState generator;
     // Persisted, and so the limit for every timestamp issued (core/generator.hpp, kLeaseMs).
-    alignas(64) std::atomic<int64_t> durable_mark_ms{0};
+    alignas(kFalseSharingBytes) std::atomic<int64_t> durable_mark_ms{0};
     // The highest mark the generator state was raised to at start-up or by WAL replay: while the
     // last timestamp is this one, nothing was issued since, and a gap of up to a lease is the
     // rest of a lease to wait out, not a clock that moved backwards.
@@ -59,7 +66,8 @@ struct SnowflakeShared {
     // The databases whose keys raised the generator since the start, under mark_lock.
     uint32_t checked_database_count = 0;
     Oid checked_databases[kMaxCheckedDatabases] = {};
-    alignas(64) std::atomic<uint64_t> sequence_waits{0};
+    alignas(kFalseSharingBytes) snowflake::BoundaryWatch boundary_watch;
+    alignas(kFalseSharingBytes) std::atomic<uint64_t> sequence_waits{0};
     std::atomic<uint64_t> clock_rollbacks{0};
     std::atomic<uint64_t> unslotted_ids{0};
     uint32_t counter_count = 0;

@@ -59,9 +59,10 @@ int64_t RealClockUnixMs() noexcept {
 
 // Issues one id from a private fake clock, moving it on by 1 ms whenever the millisecond is used
 // up. False on any other refusal, which would be a bug in the benchmark or the core.
-inline bool IssueWithFakeClock(GeneratorState &gen, Node node, int64_t &now_unix_ms, int64_t &id) {
+inline bool IssueWithFakeClock(GeneratorState &gen, snowflake::SeenWord &seen, Node node,
+                               int64_t &now_unix_ms, int64_t &id) {
     for (;;) {
-        const NextResult result = snowflake::next_id(gen, node, snowflake::kMaxUnixMs,
+        const NextResult result = snowflake::next_id(gen, node, snowflake::kMaxUnixMs, seen,
                                                      [&now_unix_ms] { return now_unix_ms; });
         if (result.status == NextStatus::kIssued) {
             id = result.id;
@@ -87,9 +88,10 @@ std::array<int64_t, kMaxThreads> g_ids_while_all_running{};
 // As IssueWithFakeClock, on the shared state and clock: whoever sees the current millisecond used
 // up moves the clock on by exactly 1 ms, unless another thread already has.
 inline bool IssueWithSharedFakeClock(Node node, int64_t &id) {
+    thread_local snowflake::SeenWord seen;
     for (;;) {
         const NextResult result =
-            snowflake::next_id(g_shared_state, node, snowflake::kMaxUnixMs,
+            snowflake::next_id(g_shared_state, node, snowflake::kMaxUnixMs, seen,
                                [] { return g_shared_clock.load(std::memory_order_acquire); });
         if (result.status == NextStatus::kIssued) {
             id = result.id;
@@ -107,11 +109,12 @@ inline bool IssueWithSharedFakeClock(Node node, int64_t &id) {
 // Why: the cost of the generator alone, one id per iteration, when the clock never holds it back.
 void BM_NextIdOneThread(benchmark::State &state) {
     GeneratorState gen;
+    snowflake::SeenWord seen;
     const Node node = BenchNode();
     int64_t now_unix_ms = kFakeStartUnixMs;
     int64_t id = 0;
     for (auto _ : state) {
-        if (!IssueWithFakeClock(gen, node, now_unix_ms, id)) {
+        if (!IssueWithFakeClock(gen, seen, node, now_unix_ms, id)) {
             state.SkipWithError("next_id refused with something other than kSequenceExhausted");
             break;
         }
@@ -168,12 +171,13 @@ BENCHMARK(BM_NextIdContended)->Threads(2)->Threads(4)->UseRealTime();
 // is how many times a call found the millisecond used up and spun on the clock.
 void BM_NextIdRealClock(benchmark::State &state) {
     GeneratorState gen;
+    snowflake::SeenWord seen;
     const Node node = BenchNode();
     int64_t exhausted = 0;
     for (auto _ : state) {
         NextResult result;
         for (;;) {
-            result = snowflake::next_id(gen, node, snowflake::kMaxUnixMs, RealClockUnixMs);
+            result = snowflake::next_id(gen, node, snowflake::kMaxUnixMs, seen, RealClockUnixMs);
             if (result.status != NextStatus::kSequenceExhausted) {
                 break;
             }

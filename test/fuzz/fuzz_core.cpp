@@ -103,6 +103,8 @@ void check_mark_file(Input &input) {
 // node, none passes the mark, and a refusal writes nothing.
 void check_generator(Input &input) {
     GeneratorState state;
+    // Kept across operations, so that raise_floor leaves it stale as a real backend's can be.
+    SeenWord seen;
     int64_t now = kEpochUnixMs + (input.take<uint32_t>() & 0xFFFFFF);
     int64_t limit = now + 10;
     int32_t datacenter = 1;
@@ -136,7 +138,8 @@ void check_generator(Input &input) {
         }
         const Node node = make_node(datacenter, machine).node;
         const uint64_t before = state.after_last_id.load();
-        const NextResult result = next_id(state, node, limit, [now]() noexcept { return now; });
+        const NextResult result =
+            next_id(state, node, limit, seen, [now]() noexcept { return now; });
         require(result.now_unix_ms == now);
         if (result.status != NextStatus::kIssued) {
             require(state.after_last_id.load() == before);

@@ -45,10 +45,12 @@ struct FakeClock {
     }
 };
 
-// One call of next_id at a fixed clock reading.
+// One call of next_id at a fixed clock reading, by a caller that has not seen the state word yet
+// (its guess fails unless the state is new).
 NextResult next_at(GeneratorState &state, int64_t now, Node node) {
     FakeClock clock{now};
-    const NextResult r = next_id(state, node, kNoLimit, clock);
+    SeenWord seen;
+    const NextResult r = next_id(state, node, kNoLimit, seen, clock);
     EXPECT_EQ(r.now_unix_ms, now);
     EXPECT_GE(clock.reads, 1);
     return r;
@@ -431,23 +433,24 @@ TEST(GeneratorTest, NothingIsIssuedPastTheIssueLimit) {
     GeneratorState state;
     const Node node = node_of(1, 2);
     FakeClock clock{kT};
-    EXPECT_EQ(next_id(state, node, kT, clock).status, NextStatus::kIssued);
+    SeenWord seen;
+    EXPECT_EQ(next_id(state, node, kT, seen, clock).status, NextStatus::kIssued);
     const uint64_t before = word(state);
     clock.now = kT + 1;
-    const NextResult past = next_id(state, node, kT, clock);
+    const NextResult past = next_id(state, node, kT, seen, clock);
     EXPECT_EQ(past.status, NextStatus::kPastIssueLimit);
     EXPECT_EQ(past.now_unix_ms, kT + 1);
     EXPECT_EQ(word(state), before);
     // At the limit itself issuing goes on, and once the limit moves so does the generator.
     clock.now = kT;
-    EXPECT_EQ(next_id(state, node, kT, clock).status, NextStatus::kIssued);
+    EXPECT_EQ(next_id(state, node, kT, seen, clock).status, NextStatus::kIssued);
     clock.now = kT + 1;
-    const NextResult after = next_id(state, node, kT + 1, clock);
+    const NextResult after = next_id(state, node, kT + 1, seen, clock);
     ASSERT_EQ(after.status, NextStatus::kIssued);
     EXPECT_EQ(decode(after.id).parts.unix_ms, kT + 1);
     // A clock behind the issued ids is still reported as behind, whatever the limit.
     clock.now = kT - 5;
-    EXPECT_EQ(next_id(state, node, kT - 10, clock).status, NextStatus::kClockBehind);
+    EXPECT_EQ(next_id(state, node, kT - 10, seen, clock).status, NextStatus::kClockBehind);
 }
 
 // A restored mark must make its whole millisecond and everything before it unavailable.
@@ -501,26 +504,53 @@ TEST(LeaseTest, ExtensionPolicy) {
     EXPECT_LE(kLeaseMs, 1000) << "a crash restart must wait out less than a second";
 }
 
-// A refusal involves no swap, so it must be decided on a single clock reading and report it.
-TEST(GeneratorTest, RefusalsReadTheClockOnce) {
+// A refusal writes nothing, so it is decided on the word loaded from the state and a clock reading
+// taken after that load, whatever the caller's guess, and reports that reading.
+TEST(GeneratorTest, RefusalsAreDecidedOnTheLoadedWordAndALaterReading) {
     GeneratorState state;
     const Node node = node_of(4, 4);
     int64_t last = 0;
     ASSERT_NO_FATAL_FAILURE(issue_whole_millisecond(state, kT, 4, 4, &last));
-    for (const int64_t now : {kT, kT - 1, kEpochUnixMs - 1, kMaxUnixMs + 1}) {
-        FakeClock clock{now};
-        const NextResult r = next_id(state, node, kNoLimit, clock);
-        EXPECT_NE(r.status, NextStatus::kIssued) << now;
-        EXPECT_EQ(clock.reads, 1) << now;
-        EXPECT_EQ(r.now_unix_ms, now);
+    const uint64_t before = word(state);
+    for (const uint64_t guess : {uint64_t{0}, before}) {
+        for (const int64_t now : {kT, kT - 1, kEpochUnixMs - 1, kMaxUnixMs + 1}) {
+            FakeClock clock{now};
+            SeenWord seen{guess};
+            const NextResult r = next_id(state, node, kNoLimit, seen, clock);
+            EXPECT_NE(r.status, NextStatus::kIssued) << now;
+            EXPECT_EQ(clock.reads, 2) << now;
+            EXPECT_EQ(r.now_unix_ms, now);
+            EXPECT_EQ(word(state), before);
+            EXPECT_EQ(seen.after_last_id, before);
+        }
     }
 }
 
-// A swap lost to a later caller must retry on a fresh reading, not report a clock going back.
-TEST(GeneratorTest, LostSwapRereadsTheClock) {
+// A stale guess costs a failed swap, never a wrong id, and the caller's guess follows its own id.
+TEST(GeneratorTest, StaleGuessStillIssuesTheNextId) {
+    GeneratorState state;
+    const Node node = node_of(2, 3);
+    for (int i = 0; i < 6; ++i) {
+        issue(state, kT, node);
+    }
+    SeenWord seen;  // nothing seen yet, while the state holds six ids
+    FakeClock clock{kT};
+    const NextResult r = next_id(state, node, kNoLimit, seen, clock);
+    ASSERT_EQ(r.status, NextStatus::kIssued);
+    EXPECT_EQ(decode(r.id).parts.sequence, 6);
+    EXPECT_EQ(clock.reads, 1);
+    EXPECT_EQ(seen.after_last_id, word(state));
+    EXPECT_EQ(seen.after_last_id, static_cast<uint64_t>(r.id) + 1);
+}
+
+// A swap lost to a caller with a later reading must retry on a fresh reading, not report a clock
+// going back.
+TEST(GeneratorTest, LostSwapToALaterMillisecondRereadsTheClock) {
     GeneratorState state;
     const Node node = node_of(1, 1);
-    issue(state, kT, node);
+    SeenWord seen;
+    FakeClock first{kT};
+    ASSERT_EQ(next_id(state, node, kNoLimit, seen, first).status, NextStatus::kIssued);
     int64_t other_id = 0;
     int reads = 0;
     auto clock = [&]() noexcept -> int64_t {
@@ -528,14 +558,15 @@ TEST(GeneratorTest, LostSwapRereadsTheClock) {
         if (reads == 1) {
             // Our reading is kT; meanwhile another caller reads kT + 1 and wins the swap.
             FakeClock later{kT + 1};
-            other_id = next_id(state, node, kNoLimit, later).id;
+            SeenWord other_seen;
+            other_id = next_id(state, node, kNoLimit, other_seen, later).id;
             return kT;
         }
         return kT + 1;
     };
-    const NextResult r = next_id(state, node, kNoLimit, clock);
+    const NextResult r = next_id(state, node, kNoLimit, seen, clock);
     ASSERT_EQ(r.status, NextStatus::kIssued);
-    EXPECT_GE(reads, 2);
+    EXPECT_EQ(reads, 2);
     EXPECT_EQ(r.now_unix_ms, kT + 1);
     const Parts p = decode(r.id).parts;
     EXPECT_EQ(p.unix_ms, kT + 1);
@@ -543,6 +574,32 @@ TEST(GeneratorTest, LostSwapRereadsTheClock) {
     EXPECT_EQ(decode(other_id).parts.unix_ms, kT + 1);
     EXPECT_EQ(decode(other_id).parts.sequence, 0);
     EXPECT_EQ(last_issued(state).unix_ms, kT + 1);
+}
+
+// A swap lost within the same millisecond retries at once on the word the swap returned, with the
+// reading it already has: the retry must not give the cache line away again for a clock read.
+TEST(GeneratorTest, LostSwapInTheSameMillisecondKeepsTheReading) {
+    GeneratorState state;
+    const Node node = node_of(1, 1);
+    SeenWord seen;
+    FakeClock first{kT};
+    ASSERT_EQ(next_id(state, node, kNoLimit, seen, first).status, NextStatus::kIssued);
+    int64_t other_id = 0;
+    int reads = 0;
+    auto clock = [&]() noexcept -> int64_t {
+        if (++reads == 1) {
+            FakeClock same{kT};
+            SeenWord other_seen;
+            other_id = next_id(state, node, kNoLimit, other_seen, same).id;
+        }
+        return kT;
+    };
+    const NextResult r = next_id(state, node, kNoLimit, seen, clock);
+    ASSERT_EQ(r.status, NextStatus::kIssued);
+    EXPECT_EQ(reads, 1);
+    EXPECT_EQ(decode(other_id).parts.sequence, 1);
+    EXPECT_EQ(decode(r.id).parts.sequence, 2);
+    EXPECT_EQ(seen.after_last_id, word(state));
 }
 
 // Concurrent callers racing on the same exhausted millisecond must share exactly 4,096 ids.
@@ -558,9 +615,11 @@ TEST(GeneratorThreadsTest, ExactlyOneMillisecondOfIdsAtAStandingClock) {
             ready.fetch_add(1);
             while (ready.load() < kThreads) {
             }
+            SeenWord seen;
             // The cap only keeps a broken generator that never exhausts from looping forever.
             while (ids[t].size() <= static_cast<size_t>(kIdsPerMs)) {
-                const NextResult r = next_id(state, node, kNoLimit, []() noexcept { return kT; });
+                const NextResult r =
+                    next_id(state, node, kNoLimit, seen, []() noexcept { return kT; });
                 if (r.status != NextStatus::kIssued) {
                     EXPECT_EQ(r.status, NextStatus::kSequenceExhausted);
                     break;
@@ -619,13 +678,14 @@ TEST(GeneratorThreadsTest, NoDuplicatesUnderContention) {
             std::vector<int64_t> &mine = ids[t];
             mine.reserve(kPerThread);
             const auto read_clock = [&clock]() noexcept { return clock.load(); };
+            SeenWord seen;
             uint64_t calls = 0;
             while (mine.size() < kPerThread) {
                 if ((++calls & 0xFFFF) == 0 && std::chrono::steady_clock::now() > deadline) {
                     timed_out.store(true);
                     return;
                 }
-                const NextResult r = next_id(state, node, kNoLimit, read_clock);
+                const NextResult r = next_id(state, node, kNoLimit, seen, read_clock);
                 switch (r.status) {
                     case NextStatus::kIssued:
                         if ((r.id >> 22) + kEpochUnixMs != r.now_unix_ms) {
