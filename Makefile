@@ -4,19 +4,23 @@ EXTENSION = snowflake
 MODULE_big = snowflake
 OBJS = \
 	src/core/codec.o \
+	src/core/fleet.o \
 	src/core/generator.o \
 	src/core/mark_file.o \
 	src/pg/check_peers.o \
 	src/pg/codec_functions.o \
 	src/pg/durable_mark.o \
+	src/pg/fleet_guard.o \
 	src/pg/generate.o \
 	src/pg/keys_floor.o \
 	src/pg/module.o \
+	src/pg/peer_query.o \
 	src/pg/restored_copy.o \
 	src/pg/time_predicates.o
 DATA = src/sql/snowflake--1.0.sql src/sql/snowflake--1.0--1.1.sql \
 	src/sql/snowflake--1.1--1.2.sql \
-	src/sql/snowflake--1.2--1.3.sql
+	src/sql/snowflake--1.2--1.3.sql \
+	src/sql/snowflake--1.3--1.4.sql
 PGFILEDESC = "snowflake - Twitter-layout Snowflake ids"
 # The documentation beyond the README, installed beside other extensions' documentation.
 DOCS = doc/design.md doc/operations.md doc/performance.md doc/reference.md doc/testing.md
@@ -75,7 +79,7 @@ $(shell echo '$(PG_CONFIG) $(VERSION)' | cmp -s - $(PG_BUILD_STAMP) || \
 	echo '$(PG_CONFIG) $(VERSION)' > $(PG_BUILD_STAMP))
 $(OBJS) $(OBJS:.o=.bc): $(wildcard $(srcdir)/src/core/*.hpp $(srcdir)/src/pg/*.hpp) $(PG_BUILD_STAMP)
 
-CORE_SOURCES = src/core/codec.cpp src/core/generator.cpp src/core/mark_file.cpp
+CORE_SOURCES = src/core/codec.cpp src/core/fleet.cpp src/core/generator.cpp src/core/mark_file.cpp
 CORE_HEADERS = $(wildcard src/core/*.hpp)
 UNIT_SOURCES = $(wildcard test/unit/*_test.cpp)
 UNIT_FLAGS = -std=c++17 -Wall -Wextra -Werror -I$(srcdir)/src -pthread

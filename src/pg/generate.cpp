@@ -26,6 +26,7 @@ PG_FUNCTION_INFO_V1(snowflake_info);
 #include "core/layout.hpp"
 #include "core/wait.hpp"
 #include "pg/durable_mark.hpp"
+#include "pg/fleet_guard.hpp"
 #include "pg/keys_floor.hpp"
 #include "pg/restored_copy.hpp"
 #include "pg/settings.hpp"
@@ -228,6 +229,9 @@ Datum snowflake_nextval(PG_FUNCTION_ARGS) {
     SnowflakeShared *shared = require_shared_state();
     refuse_during_recovery();
     const snowflake::Node node = configured_node();
+    if (shared->fenced_node_bits.load(std::memory_order_relaxed) == node.bits) {
+        snowflake_report_node_held(snowflake_datacenter_id_setting, snowflake_machine_id_setting);
+    }
     snowflake_require_usable_mark(shared);
     if (!first_id_checked) {
         check_before_first_id(shared, fcinfo->flinfo->fn_oid);

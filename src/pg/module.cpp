@@ -32,6 +32,7 @@ extern "C" {
 #include "core/layout.hpp"
 #include "pg/compat.hpp"
 #include "pg/durable_mark.hpp"
+#include "pg/fleet_guard.hpp"
 #include "pg/keys_floor.hpp"
 #include "pg/restored_copy.hpp"
 #include "pg/settings.hpp"
@@ -50,6 +51,10 @@ int snowflake_datacenter_id_setting = -1;
 int snowflake_machine_id_setting = -1;
 int snowflake_max_clock_rollback_wait_setting = 0;
 bool snowflake_time_predicates_setting = true;
+char *snowflake_fleet_setting = nullptr;
+int snowflake_fleet_check_interval_setting = 60;
+int snowflake_on_duplicate_node_setting = kFleetDuplicateWarn;
+int snowflake_max_clock_offset_setting = 1000;
 
 namespace {
 
@@ -86,6 +91,8 @@ void request_shared_memory() {
     }
     RequestAddinShmemSpace(shared_state_size());
     RequestNamedLWLockTranche("snowflake", 1);
+    RequestAddinShmemSpace(snowflake_fleet_memory_size());
+    snowflake_request_fleet_lock();
 }
 
 // Runs in the postmaster at start and after every crash re-initialisation of shared memory.
@@ -106,6 +113,7 @@ void attach_shared_memory() {
             new (&counters[i]) IdCounter();
         }
     }
+    snowflake_attach_fleet_memory();
     LWLockRelease(AddinShmemInitLock);
     snowflake_shared = shared;
     // The files are read by the process that created the struct, outside the lock: the postmaster
@@ -152,6 +160,48 @@ void define_node_setting(NodeSetting *setting) {
     }
 }
 
+const struct config_enum_entry duplicate_actions[] = {
+    {"warn", kFleetDuplicateWarn, false},
+    {"refuse", kFleetDuplicateRefuse, false},
+    {nullptr, 0, false},
+};
+
+// Never shown; snowflake.instance_token's value comes from its show hook.
+char *instance_token_placeholder = nullptr;
+
+// The fleet guard's settings (README "Fleet guard"). Only superusers may read them, since the
+// connection strings may carry passwords; the instance token is for every member to read.
+void define_fleet_settings() {
+    DefineCustomStringVariable(
+        "snowflake.fleet",
+        "libpq connection strings of every server that generates ids, separated by semicolons.",
+        "The same list on every server; each server recognises itself in it by its instance token.",
+        &snowflake_fleet_setting, "", PGC_SIGHUP, GUC_SUPERUSER_ONLY, snowflake_check_fleet_setting,
+        nullptr, nullptr);
+    DefineCustomIntVariable("snowflake.fleet_check_interval",
+                            "Time between two checks of the servers of snowflake.fleet.",
+                            "0 turns the fleet guard off.", &snowflake_fleet_check_interval_setting,
+                            60, 0, 86400, PGC_SIGHUP, GUC_UNIT_S | GUC_SUPERUSER_ONLY, nullptr,
+                            nullptr, nullptr);
+    DefineCustomEnumVariable(
+        "snowflake.on_duplicate_node",
+        "What this server does while another live server of the fleet holds its node pair.",
+        "warn logs it; refuse also makes snowflake_nextval() fail until the duplicate is gone.",
+        &snowflake_on_duplicate_node_setting, kFleetDuplicateWarn, duplicate_actions, PGC_SIGHUP,
+        GUC_SUPERUSER_ONLY, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable("snowflake.max_clock_offset",
+                            "Clock difference to a fleet member beyond which the guard warns.",
+                            nullptr, &snowflake_max_clock_offset_setting, 1000, 0, 3600000,
+                            PGC_SIGHUP, GUC_UNIT_MS | GUC_SUPERUSER_ONLY, nullptr, nullptr,
+                            nullptr);
+    DefineCustomStringVariable(
+        "snowflake.instance_token",
+        "Drawn at random when the server starts; tells this server from its clones.",
+        "A copy of the data directory started elsewhere draws its own.",
+        &instance_token_placeholder, "", PGC_INTERNAL, GUC_NOT_IN_SAMPLE | GUC_DISALLOW_IN_FILE,
+        nullptr, nullptr, snowflake_show_instance_token);
+}
+
 // Defined in every process that loads the library, preloaded or not, so that SHOW works.
 void define_settings() {
     for (NodeSetting &setting : node_settings) {
@@ -167,6 +217,7 @@ void define_settings() {
         "Lets the primary key answer comparisons of snowflake_timestamp(column) with a constant.",
         "Adds the equivalent condition on the column itself; results are the same either way.",
         &snowflake_time_predicates_setting, true, PGC_USERSET, 0, nullptr, nullptr, nullptr);
+    define_fleet_settings();
     MarkGUCPrefixReserved("snowflake");
 }
 
@@ -216,4 +267,5 @@ void _PG_init(void) {
     previous_shmem_startup_hook = shmem_startup_hook;
     shmem_startup_hook = attach_shared_memory;
     snowflake_register_wal_resource_manager();
+    snowflake_register_fleet_guard();
 }

@@ -7,6 +7,17 @@ extern int snowflake_machine_id_setting;
 // In milliseconds.
 extern int snowflake_max_clock_rollback_wait_setting;
 extern bool snowflake_time_predicates_setting;
+// The fleet guard's (fleet_guard.cpp): libpq connection strings separated by semicolons.
+extern char *snowflake_fleet_setting;
+// In seconds; 0 turns the guard off.
+extern int snowflake_fleet_check_interval_setting;
+// A FleetDuplicateAction.
+extern int snowflake_on_duplicate_node_setting;
+// In milliseconds.
+extern int snowflake_max_clock_offset_setting;
+
+// What the fleet guard does when another live server holds this server's node pair.
+enum FleetDuplicateAction { kFleetDuplicateWarn, kFleetDuplicateRefuse };
 
 // The value postgresql.conf gave a node-id setting when the server rejected it at start (out of
 // range, not a number), or null.

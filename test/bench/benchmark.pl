@@ -86,6 +86,8 @@ sub open_session {
     my ($node) = @_;
     my $session = $node->background_psql('postgres', timeout => 3600);
     $session->set_query_timer_restart;
+    # A notice (DROP TABLE IF EXISTS) on standard error would count as a failed statement.
+    $session->query_safe('SET client_min_messages = warning');
     $session->query_safe('\timing on');
     my ($rows) = timed($session, 'SELECT pg_backend_pid()');
     $session->{backend_pid} = $rows->[0];

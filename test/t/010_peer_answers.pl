@@ -1,5 +1,5 @@
 # snowflake_check_peers() against a peer that answers its query with something other than one row
-# of four columns: the problem says what was wrong, never an empty "query failed: ". The peer is a
+# of six columns: the problem says what was wrong, never an empty "query failed: ". The peer is a
 # minimal imitation of the PostgreSQL wire protocol on 127.0.0.1, since a real server always
 # answers the query with one row.
 use strict;
@@ -64,9 +64,9 @@ my $listener = IO::Socket::INET->new(
     ReuseAddr => 1) or die "listen: $!";
 my $port = $listener->sockport;
 my @answers = ([0, 4], [2, 4], [1, 3]);
-# A peer whose datacenter id is set and whose machine id is not, with the right clock and the
-# extension installed.
-my $one_id_set = [1, 4, '7', '-1', 'CLOCK', 't'];
+# A peer whose datacenter id is set and whose machine id is not, with the right clock, the
+# extension installed, not in recovery, and no instance token.
+my $one_id_set = [1, 6, '7', '-1', 'CLOCK', 't', 'f', ''];
 my $server_pid = fork() // die "fork: $!";
 if ($server_pid == 0) {
     # However the test ends, the imitation peer does not outlive it for long.
@@ -95,7 +95,7 @@ for my $answer (@answers) {
     my $answered = sprintf('%d row%s of %d columns', $rows, $rows == 1 ? '' : 's', $columns);
     is( $node->safe_psql('postgres',
             "SELECT problem FROM snowflake_check_peers(ARRAY['$peer'], 10000, 5000)"),
-        "query failed: the peer answered $answered, where this check expects 1 row of 4; "
+        "query failed: the server answered $answered, where the check expects 1 row of 6; "
           . 'is it a PostgreSQL server?',
         "a peer that answers $answered is reported as such");
 }
@@ -107,6 +107,23 @@ is( $node->safe_psql('postgres',
 waitpid($server_pid, 0);
 is($?, 0, 'the imitation peer served every connection');
 $server_pid = 0;
+
+# A peer whose backlog is full: the kernel completes no more handshakes, so a connect stays under
+# way until its SYNs run out (about two minutes). Each check must still end at its own time limit
+# (libpq, asked too early, would take the connection for made and wait for it without one).
+my $full = IO::Socket::INET->new(
+    LocalAddr => '127.0.0.1',
+    LocalPort => 0,
+    Listen => 1,
+    ReuseAddr => 1) or die "listen: $!";
+my $full_peer = 'host=127.0.0.1 port=' . $full->sockport . ' dbname=fake';
+for my $attempt (1 .. 4) {
+    my ($ret, $stdout) = $node->psql('postgres',
+        "SELECT problem FROM snowflake_check_peers(ARRAY['$full_peer'], 10000, 1000)",
+        timeout => 30);
+    is($stdout, 'did not answer within 1000 ms',
+        "check $attempt of a peer whose backlog is full ends at its time limit");
+}
 
 $node->stop;
 done_testing();

@@ -1,0 +1,496 @@
+// The fleet guard: a background worker that checks, every snowflake.fleet_check_interval, every
+// server listed in snowflake.fleet (README "Fleet guard"). It asks each one, one after the other
+// and each within its own time limit, for its node pair, clock and instance token
+// (peer_query.cpp); recognises this server by the token that the postmaster drew at start, which
+// a clone or a restored backup therefore does not share; and keeps the results in shared memory
+// for snowflake_fleet_status() and snowflake_fleet_summary(). With snowflake.on_duplicate_node =
+// refuse, a live member holding this server's pair makes snowflake_nextval() refuse until a
+// check no longer finds it; no other problem ever stops generation.
+//
+// Concurrency. Only the worker writes the results, under the "snowflake fleet" LWLock, which the
+// SQL functions take shared; snowflake_nextval() reads only the fence word (fenced_node_bits in
+// SnowflakeShared), with no lock. The worker never holds the lock while it connects.
+// Problems are logged when they appear, change or clear, not at every check: the worker keeps
+// what it last logged in its own memory, so a restarted worker logs the standing ones once more.
+// The error-boundary rules are stated at the top of module.cpp.
+
+#include <cinttypes>
+
+extern "C" {
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "libpq-fe.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+PG_FUNCTION_INFO_V1(snowflake_fleet_status);
+PG_FUNCTION_INFO_V1(snowflake_fleet_summary);
+PGDLLEXPORT void snowflake_fleet_guard_main(Datum main_arg);
+}
+
+#include <new>
+
+#include "core/codec.hpp"
+#include "core/fleet.hpp"
+#include "pg/fleet_guard.hpp"
+#include "pg/peer_query.hpp"
+#include "pg/settings.hpp"
+#include "pg/shared_state.hpp"
+
+namespace {
+
+// Room for a member's connection string (passwords masked) and its problems; longer text is cut.
+constexpr size_t kMemberTextBytes = 256;
+constexpr size_t kProblemTextBytes = 512;
+// The longest a member may take to answer, unless the interval is shorter.
+constexpr int kMemberTimeoutMs = 5000;
+
+// One member as the last check found it.
+struct MemberStatus {
+    char member[kMemberTextBytes];
+    bool self;
+    bool answered;
+    int32_t datacenter_id;  // -1: not set, not loaded, or no answer
+    int32_t machine_id;
+    int64_t clock_offset_ms;
+    uint32_t problems;  // snowflake::MemberProblem bits
+    char problem[kProblemTextBytes];
+};
+
+struct FleetShared {
+    LWLock *lock;
+    uint64_t instance_token;
+    // The rest under lock. checked_at is 0 until a check completes, and again when the guard is
+    // turned off.
+    TimestampTz checked_at;
+    int member_count;
+    char node_holder[kMemberTextBytes];  // the member holding this server's pair, if fenced
+    MemberStatus members[snowflake::kMaxFleetMembers];
+};
+
+FleetShared *fleet_shared = nullptr;
+
+// What the worker last logged for each member, by its position and text.
+struct LoggedProblem {
+    char member[kMemberTextBytes];
+    uint32_t problems;
+};
+LoggedProblem logged_problems[snowflake::kMaxFleetMembers];
+int logged_count = 0;
+bool logged_fence = false;
+
+// The words for a member's problems, in the order of the bits.
+const char *problem_text(const MemberStatus &status, const snowflake::MemberAssessment &assessment,
+                         const PeerAnswer &answer) {
+    StringInfoData text;
+    initStringInfo(&text);
+    auto add = [&text](const char *problem) {
+        appendStringInfo(&text, "%s%s", text.len > 0 ? "; " : "", problem);
+    };
+    if (assessment.problems & snowflake::kUnreachable) {
+        add(answer.failure != nullptr ? answer.failure : "unreachable");
+    }
+    if (assessment.problems & snowflake::kLibraryNotLoaded) {
+        add("snowflake is not in shared_preload_libraries");
+    }
+    if (assessment.problems & snowflake::kNodeIdsNotSet) {
+        add("node ids not set");
+    }
+    if (assessment.problems & snowflake::kSameNodeAsThisServer) {
+        add(psprintf("holds this server's node pair (%d, %d)", status.datacenter_id,
+                     status.machine_id));
+    }
+    if (assessment.problems & snowflake::kSameNodeAsMember) {
+        add(psprintf("same node pair as member %d", assessment.same_node_as + 1));
+    }
+    if (assessment.problems & snowflake::kClockOffset) {
+        add(psprintf("clock off by %" PRId64 " ms (snowflake.max_clock_offset is %d ms)",
+                     status.clock_offset_ms, snowflake_max_clock_offset_setting));
+    }
+    return text.data;
+}
+
+// Asks one member; the connection is closed however this ends.
+void ask_member(const char *conninfo, int timeout_ms, PeerAnswer *answer) {
+    const TimestampTz deadline = GetCurrentTimestamp() + static_cast<int64>(timeout_ms) * 1000;
+    PGconn *volatile connection = nullptr;
+    PG_TRY();
+    {
+        if (snowflake_connect_to_peer(conninfo, "snowflake fleet guard", deadline, timeout_ms,
+                                      &connection, answer)) {
+            snowflake_query_peer(connection, deadline, timeout_ms, answer);
+        }
+    }
+    PG_FINALLY();
+    { PQfinish(connection); }
+    PG_END_TRY();
+}
+
+// The answer in the core's terms.
+snowflake::MemberAnswer member_answer(const PeerAnswer &answer) {
+    snowflake::MemberAnswer member{};
+    member.answered = answer.answered;
+    member.in_recovery = answer.in_recovery;
+    member.library_loaded = answer.node_ids != PeerNodeIds::kLibraryNotLoaded;
+    member.datacenter_id = member.library_loaded ? answer.datacenter_id : -1;
+    member.machine_id = member.library_loaded ? answer.machine_id : -1;
+    member.has_instance_token = answer.has_instance_token;
+    member.instance_token = answer.instance_token;
+    member.clock_offset_ms = answer.clock_offset_ms;
+    return member;
+}
+
+// Logs what changed since the last check: a member's problems appearing, changing or clearing,
+// and the fence going up or down.
+void log_changes(const MemberStatus *statuses, int count, bool fenced, const char *holder) {
+    for (int i = 0; i < count; i++) {
+        const MemberStatus &status = statuses[i];
+        const bool same_member =
+            i < logged_count && strcmp(logged_problems[i].member, status.member) == 0;
+        const uint32_t before = same_member ? logged_problems[i].problems : 0;
+        if (status.problems != before) {
+            if (status.problems != 0) {
+                ereport(WARNING, (errmsg("snowflake fleet guard: member %d (%s): %s", i + 1,
+                                         status.member, status.problem)));
+            } else {
+                ereport(LOG, (errmsg("snowflake fleet guard: member %d (%s): no problem any more",
+                                     i + 1, status.member)));
+            }
+        }
+        strlcpy(logged_problems[i].member, status.member, kMemberTextBytes);
+        logged_problems[i].problems = status.problems;
+    }
+    logged_count = count;
+    if (fenced != logged_fence) {
+        if (fenced) {
+            ereport(WARNING,
+                    (errmsg("snowflake fleet guard: refusing to generate ids: member %s holds "
+                            "this server's node pair",
+                            holder),
+                     errhint("Give one of the two servers another node pair, or stop the one "
+                             "that should not generate.")));
+        } else {
+            ereport(LOG, (errmsg("snowflake fleet guard: no other member holds this server's "
+                                 "node pair any more; generating again")));
+        }
+        logged_fence = fenced;
+    }
+}
+
+// Publishes a check's results and sets or clears the fence.
+void publish(const MemberStatus *statuses, int count, TimestampTz checked_at, bool fenced,
+             int64_t node_bits, const char *holder) {
+    LWLockAcquire(fleet_shared->lock, LW_EXCLUSIVE);
+    fleet_shared->checked_at = checked_at;
+    fleet_shared->member_count = count;
+    memcpy(fleet_shared->members, statuses, sizeof(MemberStatus) * count);
+    strlcpy(fleet_shared->node_holder, fenced ? holder : "", kMemberTextBytes);
+    snowflake_shared->fenced_node_bits.store(fenced ? node_bits : -1, std::memory_order_release);
+    LWLockRelease(fleet_shared->lock);
+}
+
+// One check of every member.
+void check_fleet() {
+    const char *list = snowflake_fleet_setting != nullptr ? snowflake_fleet_setting : "";
+    snowflake::FleetSpan spans[snowflake::kMaxFleetMembers];
+    const snowflake::FleetSplit split = snowflake::split_fleet_list(list, spans);
+    const int count = split.count;
+    const int timeout_ms = Min(kMemberTimeoutMs, snowflake_fleet_check_interval_setting * 1000);
+    auto *answers = static_cast<PeerAnswer *>(palloc0(sizeof(PeerAnswer) * Max(count, 1)));
+    auto *members = static_cast<snowflake::MemberAnswer *>(
+        palloc0(sizeof(snowflake::MemberAnswer) * Max(count, 1)));
+    auto *statuses = static_cast<MemberStatus *>(palloc0(sizeof(MemberStatus) * Max(count, 1)));
+    for (int i = 0; i < count; i++) {
+        const char *conninfo = pnstrdup(list + spans[i].begin, spans[i].length);
+        char *parse_error = nullptr;
+        PQconninfoOption *options = PQconninfoParse(conninfo, &parse_error);
+        // The setting's check accepted every member, so the string parses.
+        strlcpy(statuses[i].member,
+                options != nullptr ? snowflake_displayable_conninfo(options) : "(unparsable)",
+                kMemberTextBytes);
+        PQconninfoFree(options);
+        PQfreemem(parse_error);
+        ask_member(conninfo, timeout_ms, &answers[i]);
+        members[i] = member_answer(answers[i]);
+    }
+    const snowflake::ThisServer self{fleet_shared->instance_token,
+                                     static_cast<int32_t>(snowflake_datacenter_id_setting),
+                                     static_cast<int32_t>(snowflake_machine_id_setting)};
+    auto *assessments = static_cast<snowflake::MemberAssessment *>(
+        palloc0(sizeof(snowflake::MemberAssessment) * Max(count, 1)));
+    snowflake::assess_fleet(members, count, self, snowflake_max_clock_offset_setting, assessments);
+    const char *holder = "";
+    for (int i = 0; i < count; i++) {
+        MemberStatus &status = statuses[i];
+        status.self = assessments[i].self;
+        status.answered = answers[i].answered;
+        status.datacenter_id = members[i].datacenter_id;
+        status.machine_id = members[i].machine_id;
+        status.clock_offset_ms = answers[i].clock_offset_ms;
+        status.problems = assessments[i].problems;
+        strlcpy(status.problem, problem_text(status, assessments[i], answers[i]),
+                kProblemTextBytes);
+        if ((status.problems & snowflake::kSameNodeAsThisServer) && holder[0] == '\0') {
+            holder = status.member;
+        }
+    }
+    // A pair that is not set holds nothing, so the node is valid whenever the fleet holds it.
+    const snowflake::NodeResult node =
+        snowflake::make_node(snowflake_datacenter_id_setting, snowflake_machine_id_setting);
+    const bool fenced = snowflake_on_duplicate_node_setting == kFleetDuplicateRefuse &&
+                        snowflake::fleet_holds_this_node(assessments, count) &&
+                        node.status == snowflake::CodecStatus::kOk;
+    publish(statuses, count, GetCurrentTimestamp(), fenced, node.node.bits, holder);
+    log_changes(statuses, count, fenced, holder);
+}
+
+// With the guard off, nothing is shown and nothing is fenced.
+void clear_results() {
+    publish(nullptr, 0, 0, false, -1, "");
+    log_changes(nullptr, 0, false, "");
+}
+
+// Sets up a materialized result set in the per-query context.
+Tuplestorestate *begin_rows(FunctionCallInfo fcinfo, TupleDesc *tupdesc) {
+    InitMaterializedSRF(fcinfo, 0);
+    auto *result_info = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
+    *tupdesc = result_info->setDesc;
+    return result_info->setResult;
+}
+
+// Refuses when the library is not preloaded: there is no guard and nothing to show.
+void require_fleet_memory() {
+    if (fleet_shared == nullptr) {
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("snowflake must be loaded via shared_preload_libraries"),
+                        errdetail("The fleet guard runs and keeps its results only in a server "
+                                  "that preloads the library."),
+                        errhint("Add shared_preload_libraries = 'snowflake' to postgresql.conf "
+                                "and restart the server.")));
+    }
+}
+
+// The columns of a row of snowflake_fleet_status().
+constexpr int kStatusColumnCount = 7;
+
+}  // namespace
+
+Size snowflake_fleet_memory_size() {
+    return sizeof(FleetShared);
+}
+
+void snowflake_request_fleet_lock() {
+    RequestNamedLWLockTranche("snowflake fleet", 1);
+}
+
+void snowflake_attach_fleet_memory() {
+    bool found = false;
+    void *memory = ShmemInitStruct("snowflake fleet", sizeof(FleetShared), &found);
+    fleet_shared = static_cast<FleetShared *>(memory);
+    if (!found) {
+        memset(memory, 0, sizeof(FleetShared));
+        fleet_shared->lock = &GetNamedLWLockTranche("snowflake fleet")[0].lock;
+        // A clone or a restored copy draws its own at its start, which is what tells it apart.
+        uint64_t token = 0;
+        if (!pg_strong_random(&token, sizeof(token))) {
+            token = static_cast<uint64_t>(GetCurrentTimestamp()) ^
+                    (static_cast<uint64_t>(MyProcPid) << 32);
+        }
+        fleet_shared->instance_token = token;
+    }
+}
+
+void snowflake_register_fleet_guard() {
+    BackgroundWorker worker{};
+    strlcpy(worker.bgw_name, "snowflake fleet guard", BGW_MAXLEN);
+    strlcpy(worker.bgw_type, "snowflake fleet guard", BGW_MAXLEN);
+    worker.bgw_flags = BGWORKER_SHMEM_ACCESS;
+    // A standby generates nothing; the guard starts once the server can generate.
+    worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+    worker.bgw_restart_time = 10;
+    strlcpy(worker.bgw_library_name, "snowflake", BGW_MAXLEN);
+    strlcpy(worker.bgw_function_name, "snowflake_fleet_guard_main", BGW_MAXLEN);
+    RegisterBackgroundWorker(&worker);
+}
+
+const char *snowflake_show_instance_token() {
+    if (fleet_shared == nullptr) {
+        return "";
+    }
+    return psprintf("%016" PRIx64, fleet_shared->instance_token);
+}
+
+bool snowflake_check_fleet_setting(char **new_value, void **extra, GucSource source) {
+    const char *list = *new_value != nullptr ? *new_value : "";
+    snowflake::FleetSpan spans[snowflake::kMaxFleetMembers];
+    const snowflake::FleetSplit split = snowflake::split_fleet_list(list, spans);
+    if (split.too_many) {
+        GUC_check_errdetail("snowflake.fleet lists more than %d servers.",
+                            snowflake::kMaxFleetMembers);
+        return false;
+    }
+    for (int i = 0; i < split.count; i++) {
+        char *member = pnstrdup(list + spans[i].begin, spans[i].length);
+        char *parse_error = nullptr;
+        PQconninfoOption *options = PQconninfoParse(member, &parse_error);
+        pfree(member);
+        if (options == nullptr) {
+            // libpq's message quotes the string, password and all: it is not shown.
+            PQfreemem(parse_error);
+            GUC_check_errdetail("Member %d of snowflake.fleet is not a libpq connection string.",
+                                i + 1);
+            GUC_check_errhint(
+                "Separate the members with semicolons, such as "
+                "'host=10.0.0.1 port=5432 dbname=app; host=10.0.0.2 port=5432 "
+                "dbname=app'.");
+            return false;
+        }
+        PQconninfoFree(options);
+    }
+    return true;
+}
+
+void snowflake_report_node_held(int datacenter_id, int machine_id) {
+    char holder[kMemberTextBytes] = "another member";
+    if (fleet_shared != nullptr) {
+        LWLockAcquire(fleet_shared->lock, LW_SHARED);
+        if (fleet_shared->node_holder[0] != '\0') {
+            strlcpy(holder, fleet_shared->node_holder, sizeof(holder));
+        }
+        LWLockRelease(fleet_shared->lock);
+    }
+    ereport(ERROR,
+            (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+             errmsg("node pair (%d, %d) is also held by live fleet member %s", datacenter_id,
+                    machine_id, holder),
+             errdetail("Two servers with one node pair issue the same ids; with "
+                       "snowflake.on_duplicate_node = refuse this server generates none while "
+                       "the fleet guard finds the other one."),
+             errhint("Give one of the two servers its own snowflake.datacenter_id or "
+                     "snowflake.machine_id and reload, or stop the one that should not "
+                     "generate; generation resumes by itself at the next check.")));
+    pg_unreachable();
+}
+
+// The worker: checks, then sleeps for the interval; a reload is applied before the next check,
+// and a shutdown request ends a check or a sleep at once.
+void snowflake_fleet_guard_main(Datum) {
+    pqsignal(SIGHUP, SignalHandlerForConfigReload);
+    pqsignal(SIGTERM, die);
+    BackgroundWorkerUnblockSignals();
+    MemoryContext check_context =
+        AllocSetContextCreate(TopMemoryContext, "snowflake fleet guard", ALLOCSET_DEFAULT_SIZES);
+    // What a worker that crashed may have left is not trusted.
+    clear_results();
+    for (;;) {
+        CHECK_FOR_INTERRUPTS();
+        if (ConfigReloadPending) {
+            ConfigReloadPending = false;
+            ProcessConfigFile(PGC_SIGHUP);
+        }
+        const bool on = snowflake_fleet_check_interval_setting > 0 &&
+                        snowflake_fleet_setting != nullptr && snowflake_fleet_setting[0] != '\0';
+        MemoryContext caller_context = MemoryContextSwitchTo(check_context);
+        if (on) {
+            check_fleet();
+        } else {
+            clear_results();
+        }
+        MemoryContextSwitchTo(caller_context);
+        MemoryContextReset(check_context);
+        const int events = WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | (on ? WL_TIMEOUT : 0);
+        (void)WaitLatch(MyLatch, events,
+                        on ? static_cast<long>(snowflake_fleet_check_interval_setting) * 1000 : -1,
+                        PG_WAIT_EXTENSION);
+        ResetLatch(MyLatch);
+    }
+}
+
+// One row per member of the last check.
+Datum snowflake_fleet_status(PG_FUNCTION_ARGS) {
+    require_fleet_memory();
+    TupleDesc tupdesc;
+    Tuplestorestate *store = begin_rows(fcinfo, &tupdesc);
+    LWLockAcquire(fleet_shared->lock, LW_SHARED);
+    const TimestampTz checked_at = fleet_shared->checked_at;
+    const int count = checked_at != 0 ? fleet_shared->member_count : 0;
+    auto *statuses = static_cast<MemberStatus *>(palloc(sizeof(MemberStatus) * Max(count, 1)));
+    memcpy(statuses, fleet_shared->members, sizeof(MemberStatus) * count);
+    LWLockRelease(fleet_shared->lock);
+    for (int r = 0; r < count; r++) {
+        const MemberStatus &status = statuses[r];
+        const bool ids_known = status.answered && !status.self;
+        Datum values[kStatusColumnCount];
+        bool nulls[kStatusColumnCount];
+        int i = 0;
+        values[i] = CStringGetTextDatum(status.member);
+        nulls[i++] = false;
+        values[i] = BoolGetDatum(status.self);
+        nulls[i++] = false;
+        values[i] =
+            Int32GetDatum(status.self ? snowflake_datacenter_id_setting : status.datacenter_id);
+        nulls[i++] = status.self ? snowflake_datacenter_id_setting < 0
+                                 : !ids_known || status.datacenter_id < 0;
+        values[i] = Int32GetDatum(status.self ? snowflake_machine_id_setting : status.machine_id);
+        nulls[i++] =
+            status.self ? snowflake_machine_id_setting < 0 : !ids_known || status.machine_id < 0;
+        values[i] = Int64GetDatum(status.clock_offset_ms);
+        nulls[i++] = !status.answered;
+        values[i] = CStringGetTextDatum(status.problem);
+        nulls[i++] = status.problem[0] == '\0';
+        values[i] = TimestampTzGetDatum(checked_at);
+        nulls[i++] = false;
+        Assert(i == kStatusColumnCount);
+        tuplestore_putvalues(store, tupdesc, values, nulls);
+    }
+    return static_cast<Datum>(0);
+}
+
+// When the guard last checked, how many members it saw and how many with a problem, and
+// whether this server refuses to generate.
+Datum snowflake_fleet_summary(PG_FUNCTION_ARGS) {
+    require_fleet_memory();
+    TupleDesc tupdesc;
+    if (get_call_result_type(fcinfo, nullptr, &tupdesc) != TYPEFUNC_COMPOSITE) {
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("snowflake_fleet_summary() must return a composite type")));
+    }
+    tupdesc = BlessTupleDesc(tupdesc);
+    LWLockAcquire(fleet_shared->lock, LW_SHARED);
+    const TimestampTz checked_at = fleet_shared->checked_at;
+    const int count = checked_at != 0 ? fleet_shared->member_count : 0;
+    int with_problems = 0;
+    for (int m = 0; m < count; m++) {
+        with_problems += fleet_shared->members[m].problems != 0 ? 1 : 0;
+    }
+    const bool refusing = snowflake_shared->fenced_node_bits.load(std::memory_order_acquire) >= 0;
+    LWLockRelease(fleet_shared->lock);
+    constexpr int kSummaryColumnCount = 4;
+    Datum values[kSummaryColumnCount];
+    bool nulls[kSummaryColumnCount];
+    int i = 0;
+    values[i] = TimestampTzGetDatum(checked_at);
+    nulls[i++] = checked_at == 0;
+    values[i] = Int32GetDatum(count);
+    nulls[i++] = false;
+    values[i] = Int32GetDatum(with_problems);
+    nulls[i++] = false;
+    values[i] = BoolGetDatum(refusing);
+    nulls[i++] = false;
+    Assert(i == kSummaryColumnCount);
+    PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}

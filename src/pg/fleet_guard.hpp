@@ -1,0 +1,34 @@
+// The fleet guard (fleet_guard.cpp): a background worker that asks every server of
+// snowflake.fleet, every snowflake.fleet_check_interval, for its node pair, its clock and its
+// instance token, and keeps what it found in shared memory. Include only after postgres.h: it is
+// part of the glue.
+#pragma once
+
+#include <cstdint>
+
+extern "C" {
+#include "postgres.h"
+
+#include "utils/guc.h"
+}
+
+// Shared memory of the guard's results, requested and attached with the rest (module.cpp).
+Size snowflake_fleet_memory_size();
+void snowflake_request_fleet_lock();
+// Creates the results and this start's instance token, in the postmaster.
+void snowflake_attach_fleet_memory();
+
+// Registers the worker; only while shared_preload_libraries is loaded.
+void snowflake_register_fleet_guard();
+
+// snowflake.instance_token, read-only: the token of the running server, from shared memory.
+const char *snowflake_show_instance_token();
+
+// Accepts a fleet list only if it has at most the members shared memory holds and libpq can
+// parse each of them.
+bool snowflake_check_fleet_setting(char **new_value, void **extra, GucSource source);
+
+// The error of snowflake_nextval() while the guard, with snowflake.on_duplicate_node = refuse,
+// has seen another live member holding this server's node pair (SnowflakeShared's
+// fenced_node_bits): it names that member and the ways out.
+[[noreturn]] void snowflake_report_node_held(int datacenter_id, int machine_id);

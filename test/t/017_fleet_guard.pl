@@ -1,0 +1,209 @@
+# The fleet guard: three servers share one snowflake.fleet list and each recognises itself in it;
+# a clone started from a base backup of the first finds the first holding its node pair and, with
+# snowflake.on_duplicate_node = refuse, stops generating while the first goes on; once the clone
+# is listed too both refuse, until it stops and the first resumes by itself; a member that never
+# answers and a clock that libfaketime moves ahead are reported but stop nothing. Problems are
+# logged once when they appear and once when they clear.
+use strict;
+use warnings;
+use IO::Socket::INET;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time usleep);
+use SnowflakeTest;
+
+plan skip_all => 'libfaketime is not installed' unless have_libfaketime();
+
+my $interval_s = 1;
+
+# The three members, each with its own pair; the first can be backed up, the third has a movable
+# clock.
+my @members = (
+    snowflake_node('member1', machine_id => 1, allows_streaming => 1),
+    snowflake_node('member2', machine_id => 2),
+    snowflake_node('member3', machine_id => 3));
+my $clock_file = PostgreSQL::Test::Utils::tempdir() . '/member3_clock';
+
+# The fleet list: the connection strings of the given servers and of extra entries.
+sub fleet_list {
+    return join '; ',
+      map { ref $_ ? 'host=' . $_->host . ' port=' . $_->port . ' dbname=postgres' : $_ } @_;
+}
+
+for my $member (@members) {
+    $member->append_conf('postgresql.conf', qq(
+snowflake.fleet_check_interval = $interval_s
+snowflake.on_duplicate_node = refuse
+snowflake.max_clock_offset = 1000
+));
+}
+$members[0]->start;
+$members[1]->start;
+start_with_clock($members[2], $clock_file);
+my $list = fleet_list(@members);
+for my $member (@members) {
+    $member->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+    set_and_reload($member, 'snowflake.fleet', $list);
+}
+
+# Waits until a check that started after this call has completed, and returns the summary then.
+sub next_check {
+    my ($node) = @_;
+    my $before = $node->safe_psql('postgres',
+        q(SELECT coalesce(checked_at, '-infinity') FROM snowflake_fleet_summary()));
+    $node->poll_query_until('postgres',
+        "SELECT checked_at > '$before'::timestamptz FROM snowflake_fleet_summary()")
+      or die 'the fleet guard did not check';
+    $node->poll_query_until('postgres',
+        "SELECT checked_at > '$before'::timestamptz FROM snowflake_fleet_summary()")
+      or die 'the fleet guard did not check again';
+    return $node->safe_psql('postgres',
+        'SELECT members, members_with_problems, refusing FROM snowflake_fleet_summary()');
+}
+
+sub status_of {
+    my ($node) = @_;
+    return $node->safe_psql('postgres',
+        q(SELECT string_agg(concat_ws(',', self, datacenter_id, machine_id, problem), E'\n'
+                            ORDER BY member) FROM snowflake_fleet_status()));
+}
+
+sub generates {
+    my ($node) = @_;
+    my ($ret) = $node->psql('postgres', 'SELECT snowflake_nextval()');
+    return $ret == 0;
+}
+
+# Healthy: each lists all three, recognises exactly itself, and finds no problem.
+for my $i (0 .. 2) {
+    my $member = $members[$i];
+    is(next_check($member), '3|0|f', "member " . ($i + 1) . ": three members, no problem");
+    is($member->safe_psql('postgres',
+            'SELECT machine_id FROM snowflake_fleet_status() WHERE self'),
+        $i + 1, 'member ' . ($i + 1) . ' recognises itself by its instance token');
+    ok(generates($member), 'member ' . ($i + 1) . ' generates');
+}
+# The list may carry passwords: a role that is not a superuser cannot read it.
+$members[0]->safe_psql('postgres', 'CREATE ROLE watcher');
+like(error_of($members[0], 'SET ROLE watcher; SHOW snowflake.fleet'), qr/42501/,
+    'only a superuser reads snowflake.fleet');
+like(error_of($members[0], 'SET ROLE watcher; SELECT * FROM snowflake_fleet_status()'),
+    qr/42501/, 'snowflake_fleet_status() is not granted to PUBLIC');
+isnt($members[0]->safe_psql('postgres', 'SHOW snowflake.instance_token'),
+    $members[1]->safe_psql('postgres', 'SHOW snowflake.instance_token'),
+    'every server draws its own instance token');
+
+# A clone from a base backup of member 1, on another port with member 1's configuration: the
+# fleet list names member 1, not the clone.
+$members[0]->backup('clone_backup');
+my $clone = PostgreSQL::Test::Cluster->new('clone');
+$clone->init_from_backup($members[0], 'clone_backup');
+my $clone_started = time;
+$clone->start;
+$clone->poll_query_until('postgres',
+    'SELECT refusing FROM snowflake_fleet_summary()')
+  or die 'the clone never found member 1 holding its pair';
+my $detected_after = time - $clone_started;
+my $error = error_of($clone, 'SELECT snowflake_nextval()');
+like($error, qr/55000/, 'the clone refuses with 55000');
+like($error, qr/node pair \(1, 1\) is also held by live fleet member .*port=${\ $members[0]->port}/,
+    'the message names member 1');
+like($error, qr/HINT:.*resumes by itself/s, 'the hint gives the way out');
+like(status_of($clone), qr/holds this server's node pair \(1, 1\)/,
+    'the clone shows member 1 holding its pair');
+ok(generates($members[0]), 'member 1 goes on generating, as it does not list the clone');
+note(sprintf('the clone refused %.1f s after its start (interval %d s)',
+    $detected_after, $interval_s));
+
+# The clone listed on every server: member 1 sees it too and both refuse; the others see two
+# members with one pair.
+$list = fleet_list(@members, $clone);
+my $listed_at = time;
+set_and_reload($_, 'snowflake.fleet', $list) for @members, $clone;
+$members[0]->poll_query_until('postgres', 'SELECT refusing FROM snowflake_fleet_summary()')
+  or die 'member 1 never found the clone';
+note(sprintf('member 1 refused %.1f s after the clone was added to the lists', time - $listed_at));
+like(error_of($members[0], 'SELECT snowflake_nextval()'),
+    qr/55000.*also held by live fleet member .*port=${\ $clone->port}/s,
+    'member 1 refuses while the clone is up, naming it');
+ok(!generates($clone), 'the clone still refuses');
+like(status_of($members[1]), qr/same node pair as member/,
+    'member 2 sees two members holding one pair');
+ok(generates($members[1]), 'member 2 goes on generating');
+
+# The clone stops: member 1 resumes by itself at the next check.
+$clone->stop;
+$members[0]->poll_query_until('postgres', 'SELECT NOT refusing FROM snowflake_fleet_summary()')
+  or die 'member 1 never resumed';
+ok(generates($members[0]), 'member 1 resumes once the clone is gone');
+like(status_of($members[0]), qr/unreachable/, 'the stopped clone is reported unreachable');
+
+# A member that accepts connections and never answers: reported, and nothing stops.
+# Its backlog of 1 fills at once, after which connects stay under way until each check's time
+# limit ends them.
+my $silent = IO::Socket::INET->new(
+    LocalAddr => '127.0.0.1', LocalPort => 0, Proto => 'tcp', Listen => 1, ReuseAddr => 1)
+  or die "listener: $!";
+$list = fleet_list(@members, 'host=127.0.0.1 port=' . $silent->sockport . ' dbname=postgres');
+set_and_reload($_, 'snowflake.fleet', $list) for @members;
+next_check($members[1]);
+next_check($members[1]) for 1 .. 3;
+like(status_of($members[1]), qr/did not answer within 1000 ms/,
+    'a member that never answers is reported, at every check');
+ok(generates($members[1]), 'and stops nothing');
+
+# Member 3's clock moves 5 s ahead: the others warn, and nothing stops.
+set_clock_offset($clock_file, '+5');
+next_check($members[0]);
+like(status_of($members[0]), qr/,1,3,clock off by [45]\d\d\d ms \(snowflake.max_clock_offset is 1000 ms\)/,
+    'member 1 reports the clock of member 3');
+ok(generates($members[0]), 'a clock too far off stops nothing');
+
+# Each problem was logged once when it appeared and once when it cleared, not at every check.
+my $log = slurp_file($members[0]->logfile);
+my @fenced = $log =~ /refusing to generate ids: member/g;
+my @resumed = $log =~ /no other member holds this server's node pair any more/g;
+is(scalar @fenced, 1, 'member 1 logged the duplicate once');
+is(scalar @resumed, 1, 'and its end once');
+my @clock = $log =~ /member \d+ \([^)]*\): clock off by/g;
+is(scalar @clock, 1, 'member 1 logged the clock of member 3 once');
+
+# What a check of 10 answering members costs the worker: the three members listed again and
+# again (the guard sees the repeats as members sharing a pair, which changes nothing here).
+set_clock_offset($clock_file, '+0');
+$list = fleet_list(map { $members[ $_ % 3 ] } 0 .. 9);
+set_and_reload($members[1], 'snowflake.fleet', $list);
+next_check($members[1]);
+# The worker has no database connection, so pg_stat_activity does not show it; its process title
+# does ("postgres: NAME: snowflake fleet guard", the test modules setting cluster_name).
+my $title = 'postgres: ' . $members[1]->name . ': snowflake fleet guard';
+my ($worker) = grep {
+    my $cmdline = eval { slurp_file("/proc/$_/cmdline") } // '';
+    index($cmdline, $title) == 0
+} map { m{^/proc/(\d+)$} ? $1 : () } glob('/proc/[0-9]*');
+ok($worker, 'the fleet guard runs as a background worker');
+my $cpu_ns = sub { (split ' ', slurp_file("/proc/$worker/schedstat"))[0] };
+my $checks = 5;
+my $before_ns = $cpu_ns->();
+my $started = time;
+next_check($members[1]) for 1 .. $checks;
+# next_check waits for a check that starts after it is called, so each call spans up to two.
+my $elapsed_s = time - $started;
+my $completed = $elapsed_s / $interval_s;
+note(sprintf('the worker spent %.1f ms of CPU in %.1f s, about %.0f checks of 10 members: '
+      . '%.1f ms per check', ($cpu_ns->() - $before_ns) / 1e6, $elapsed_s, $completed,
+    ($cpu_ns->() - $before_ns) / 1e6 / $completed));
+is(next_check($members[1]) =~ /^10\|/ ? 1 : 0, 1, 'the list of 10 members is checked');
+
+# A server stops at once even while its guard waits for the member that never answers.
+$members[2]->stop('fast');
+pass('member 3 stopped while its guard waited for a silent member');
+
+# Turning the guard off clears what it showed and fences nothing.
+set_and_reload($members[0], 'snowflake.fleet_check_interval', '0');
+$members[0]->poll_query_until('postgres', 'SELECT checked_at IS NULL FROM snowflake_fleet_summary()')
+  or die 'the guard did not turn off';
+ok(generates($members[0]), 'with the guard off generation goes on');
+
+done_testing();
