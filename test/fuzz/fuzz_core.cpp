@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/codec.hpp"
+#include "core/fleet.hpp"
 #include "core/generator.hpp"
 #include "core/layout.hpp"
 #include "core/mark_file.hpp"
@@ -174,10 +175,69 @@ void check_generator(Input &input) {
 
 }  // namespace
 
+// The fleet list splits into spans inside the text that hold no separator and no surrounding
+// space, in order; the members' answers never make a member without a pair a duplicate, and this
+// server is fenced exactly when a member holds its pair.
+void check_fleet(Input &input) {
+    char list[400];
+    const size_t size = input.take<uint8_t>() % (sizeof(list) - 1);
+    const char alphabet[] = {';', ' ', '\t', 'a', '=', '\''};
+    for (size_t i = 0; i < size; i++) {
+        list[i] = alphabet[input.take<uint8_t>() % sizeof(alphabet)];
+    }
+    list[size] = '\0';
+    FleetSpan spans[kMaxFleetMembers];
+    const FleetSplit split = split_fleet_list(list, spans);
+    size_t after_previous = 0;
+    for (int i = 0; i < split.count; i++) {
+        const FleetSpan &span = spans[i];
+        require(span.length > 0 && span.begin >= after_previous &&
+                span.begin + span.length <= size);
+        require(list[span.begin] != ' ' && list[span.begin] != '\t');
+        require(list[span.begin + span.length - 1] != ' ' &&
+                list[span.begin + span.length - 1] != '\t');
+        require(std::memchr(list + span.begin, ';', span.length) == nullptr);
+        after_previous = span.begin + span.length;
+    }
+
+    constexpr int kMembers = 6;
+    MemberAnswer answers[kMembers];
+    for (MemberAnswer &answer : answers) {
+        const uint8_t flags = input.take<uint8_t>();
+        answer = {(flags & 1) != 0,
+                  (flags & 2) != 0,
+                  (flags & 4) != 0,
+                  static_cast<int32_t>(input.take<uint8_t>() % 3) - 1,
+                  static_cast<int32_t>(input.take<uint8_t>() % 3) - 1,
+                  (flags & 8) != 0,
+                  static_cast<uint64_t>(input.take<uint8_t>() % 3),
+                  input.take<int16_t>()};
+    }
+    const ThisServer self{1, 1, 1};
+    MemberAssessment assessments[kMembers];
+    assess_fleet(answers, kMembers, self, 1000, assessments);
+    bool held = false;
+    for (int i = 0; i < kMembers; i++) {
+        const MemberAnswer &answer = answers[i];
+        const bool is_self =
+            answer.answered && answer.has_instance_token && answer.instance_token == 1;
+        require(assessments[i].self == is_self);
+        const bool holds = answer.answered && !answer.in_recovery && answer.library_loaded &&
+                           answer.datacenter_id >= 0 && answer.machine_id >= 0;
+        const bool holds_ours =
+            !is_self && holds && answer.datacenter_id == 1 && answer.machine_id == 1;
+        require(((assessments[i].problems & kSameNodeAsThisServer) != 0) == holds_ours);
+        require(!answer.answered == ((assessments[i].problems & kUnreachable) != 0));
+        held = held || holds_ours;
+    }
+    require(fleet_holds_this_node(assessments, kMembers) == held);
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     Input input(data, size);
     check_codec(input);
     check_mark_file(input);
     check_generator(input);
+    check_fleet(input);
     return 0;
 }

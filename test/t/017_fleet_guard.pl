@@ -175,13 +175,19 @@ set_clock_offset($clock_file, '+0');
 $list = fleet_list(map { $members[ $_ % 3 ] } 0 .. 9);
 set_and_reload($members[1], 'snowflake.fleet', $list);
 next_check($members[1]);
-# The worker has no database connection, so pg_stat_activity does not show it; its process title
-# does ("postgres: NAME: snowflake fleet guard", the test modules setting cluster_name).
-my $title = 'postgres: ' . $members[1]->name . ': snowflake fleet guard';
-my ($worker) = grep {
-    my $cmdline = eval { slurp_file("/proc/$_/cmdline") } // '';
-    index($cmdline, $title) == 0
-} map { m{^/proc/(\d+)$} ? $1 : () } glob('/proc/[0-9]*');
+# The process id of a server's fleet guard. The worker has no database connection, so
+# pg_stat_activity does not show it; its process title does ("postgres: NAME: snowflake fleet
+# guard", the test modules setting cluster_name).
+sub guard_pid {
+    my ($node) = @_;
+    my $title = 'postgres: ' . $node->name . ': snowflake fleet guard';
+    my ($pid) = grep {
+        my $cmdline = eval { slurp_file("/proc/$_/cmdline") } // '';
+        index($cmdline, $title) == 0
+    } map { m{^/proc/(\d+)$} ? $1 : () } glob('/proc/[0-9]*');
+    return $pid;
+}
+my $worker = guard_pid($members[1]);
 ok($worker, 'the fleet guard runs as a background worker');
 my $cpu_ns = sub { (split ' ', slurp_file("/proc/$worker/schedstat"))[0] };
 my $checks = 5;
@@ -195,6 +201,17 @@ note(sprintf('the worker spent %.1f ms of CPU in %.1f s, about %.0f checks of 10
       . '%.1f ms per check', ($cpu_ns->() - $before_ns) / 1e6, $elapsed_s, $completed,
     ($cpu_ns->() - $before_ns) / 1e6 / $completed));
 is(next_check($members[1]) =~ /^10\|/ ? 1 : 0, 1, 'the list of 10 members is checked');
+
+# A worker that dies is started again by the postmaster (after 10 s) and goes on checking.
+kill 'TERM', $worker;
+my $restarted;
+for (1 .. 300) {
+    $restarted = guard_pid($members[1]);
+    last if $restarted && $restarted != $worker;
+    usleep(100_000);
+}
+isnt($restarted // $worker, $worker, 'the fleet guard is started again after it dies');
+like(next_check($members[1]), qr/^10\|/, 'and checks again');
 
 # A server stops at once even while its guard waits for the member that never answers.
 $members[2]->stop('fast');
