@@ -76,8 +76,11 @@ void assess_fleet(const MemberAnswer *answers, int count, ThisServer self, int64
         for (int j = 0; j < count && assessment.same_node_as < 0; ++j) {
             const bool other_is_self =
                 answers[j].has_instance_token && answers[j].instance_token == self.instance_token;
-            if (j != i && !other_is_self && holds_pair(answer) && holds_pair(answers[j]) &&
-                same_pair(answer, answers[j])) {
+            // One server listed twice (by name and by address) is not two servers.
+            const bool same_server = answer.has_instance_token && answers[j].has_instance_token &&
+                                     answer.instance_token == answers[j].instance_token;
+            if (j != i && !other_is_self && !same_server && holds_pair(answer) &&
+                holds_pair(answers[j]) && same_pair(answer, answers[j])) {
                 assessment.problems |= kSameNodeAsMember;
                 assessment.same_node_as = j;
             }

@@ -9,10 +9,12 @@
 //
 // Concurrency. Only the worker writes the results, under the "snowflake fleet" LWLock, which the
 // SQL functions take shared; snowflake_nextval() reads only the fence word (fenced_node_bits in
-// SnowflakeShared), with no lock. The worker never holds the lock while it connects.
-// Problems are logged when they appear, change or clear, not at every check: the worker keeps
-// what it last logged in its own memory, so a restarted worker logs the standing ones once more.
-// The error-boundary rules are stated at the top of module.cpp.
+// SnowflakeShared), with no lock. The word says which pair a live duplicate holds, whatever
+// snowflake.on_duplicate_node says; each backend decides by its own value of that setting, so
+// that a reload from one mode to the other takes effect at once. The worker never holds the lock
+// while it connects. Problems are logged when they appear, change or clear, not at every check: the
+// worker keeps what it last logged in its own memory, so a restarted worker logs the standing ones
+// once more. The error-boundary rules are stated at the top of module.cpp.
 
 #include <cinttypes>
 
@@ -78,13 +80,13 @@ struct FleetShared {
     // turned off.
     TimestampTz checked_at;
     int member_count;
-    char node_holder[kMemberTextBytes];  // the member holding this server's pair, if fenced
+    char node_holder[kMemberTextBytes];  // the member holding this server's pair, if any
     MemberStatus members[snowflake::kMaxFleetMembers];
 };
 
 FleetShared *fleet_shared = nullptr;
 
-// What the worker last logged for each member, by its position and text.
+// What the worker last logged for each member, by the member's text.
 struct LoggedProblem {
     char member[kMemberTextBytes];
     uint32_t problems;
@@ -92,6 +94,18 @@ struct LoggedProblem {
 LoggedProblem logged_problems[snowflake::kMaxFleetMembers];
 int logged_count = 0;
 bool logged_fence = false;
+
+// Copies text into a fixed field as printable ASCII: a peer's messages come in its own encoding
+// and a member string may hold any bytes, while the field is shown as text in every database, and
+// a cut must not split a character.
+void copy_printable(char *field, size_t field_size, const char *text) {
+    size_t i = 0;
+    for (; i + 1 < field_size && text[i] != '\0'; i++) {
+        const auto byte = static_cast<unsigned char>(text[i]);
+        field[i] = byte >= 0x20 && byte < 0x7f ? text[i] : '?';
+    }
+    field[i] = '\0';
+}
 
 // The words for a member's problems, in the order of the bits.
 const char *problem_text(const MemberStatus &status, const snowflake::MemberAssessment &assessment,
@@ -155,49 +169,71 @@ snowflake::MemberAnswer member_answer(const PeerAnswer &answer) {
 }
 
 // Logs what changed since the last check: a member's problems appearing, changing or clearing,
-// and the fence going up or down.
+// a member with problems leaving the list, and the fence going up or down.
 void log_changes(const MemberStatus *statuses, int count, bool fenced, const char *holder) {
     for (int i = 0; i < count; i++) {
         const MemberStatus &status = statuses[i];
-        const bool same_member =
-            i < logged_count && strcmp(logged_problems[i].member, status.member) == 0;
-        const uint32_t before = same_member ? logged_problems[i].problems : 0;
-        if (status.problems != before) {
-            if (status.problems != 0) {
-                ereport(WARNING, (errmsg("snowflake fleet guard: member %d (%s): %s", i + 1,
-                                         status.member, status.problem)));
-            } else {
-                ereport(LOG, (errmsg("snowflake fleet guard: member %d (%s): no problem any more",
-                                     i + 1, status.member)));
+        uint32_t before = 0;
+        for (int l = 0; l < logged_count; l++) {
+            if (strcmp(logged_problems[l].member, status.member) == 0) {
+                before = logged_problems[l].problems;
             }
         }
-        strlcpy(logged_problems[i].member, status.member, kMemberTextBytes);
-        logged_problems[i].problems = status.problems;
+        if (status.problems == before) {
+            continue;
+        }
+        if (status.problems != 0) {
+            ereport(WARNING, (errmsg("snowflake fleet guard: member %d (%s): %s", i + 1,
+                                     status.member, status.problem)));
+        } else {
+            ereport(LOG, (errmsg("snowflake fleet guard: member %d (%s): no problem any more",
+                                 i + 1, status.member)));
+        }
+    }
+    for (int l = 0; l < logged_count; l++) {
+        bool listed = false;
+        for (int i = 0; i < count && !listed; i++) {
+            listed = strcmp(logged_problems[l].member, statuses[i].member) == 0;
+        }
+        if (!listed && logged_problems[l].problems != 0) {
+            ereport(LOG, (errmsg("snowflake fleet guard: %s is no longer checked",
+                                 logged_problems[l].member)));
+        }
+    }
+    for (int i = 0; i < count; i++) {
+        strlcpy(logged_problems[i].member, statuses[i].member, kMemberTextBytes);
+        logged_problems[i].problems = statuses[i].problems;
     }
     logged_count = count;
     if (fenced != logged_fence) {
         if (fenced) {
-            ereport(WARNING,
-                    (errmsg("snowflake fleet guard: refusing to generate ids: member %s holds "
-                            "this server's node pair",
-                            holder),
-                     errhint("Give one of the two servers another node pair, or stop the one "
-                             "that should not generate.")));
+            ereport(
+                WARNING,
+                (errmsg("snowflake fleet guard: member %s holds this server's node pair", holder),
+                 snowflake_on_duplicate_node_setting == kFleetDuplicateRefuse
+                     ? errdetail("snowflake.on_duplicate_node is refuse: this server "
+                                 "generates no ids while that member is up.")
+                     : errdetail("snowflake.on_duplicate_node is warn: both servers go on "
+                                 "generating, and their ids can collide."),
+                 errhint("Give one of the two servers another node pair, or stop the one "
+                         "that should not generate.")));
         } else {
             ereport(LOG, (errmsg("snowflake fleet guard: no other member holds this server's "
-                                 "node pair any more; generating again")));
+                                 "node pair any more")));
         }
         logged_fence = fenced;
     }
 }
 
-// Publishes a check's results and sets or clears the fence.
+// Publishes a check's results and sets or clears the fence word.
 void publish(const MemberStatus *statuses, int count, TimestampTz checked_at, bool fenced,
              int64_t node_bits, const char *holder) {
     LWLockAcquire(fleet_shared->lock, LW_EXCLUSIVE);
     fleet_shared->checked_at = checked_at;
     fleet_shared->member_count = count;
-    memcpy(fleet_shared->members, statuses, sizeof(MemberStatus) * count);
+    if (count > 0) {
+        memcpy(fleet_shared->members, statuses, sizeof(MemberStatus) * count);
+    }
     strlcpy(fleet_shared->node_holder, fenced ? holder : "", kMemberTextBytes);
     snowflake_shared->fenced_node_bits.store(fenced ? node_bits : -1, std::memory_order_release);
     LWLockRelease(fleet_shared->lock);
@@ -219,9 +255,9 @@ void check_fleet() {
         char *parse_error = nullptr;
         PQconninfoOption *options = PQconninfoParse(conninfo, &parse_error);
         // The setting's check accepted every member, so the string parses.
-        strlcpy(statuses[i].member,
-                options != nullptr ? snowflake_displayable_conninfo(options) : "(unparsable)",
-                kMemberTextBytes);
+        copy_printable(
+            statuses[i].member, kMemberTextBytes,
+            options != nullptr ? snowflake_displayable_conninfo(options) : "(unparsable)");
         PQconninfoFree(options);
         PQfreemem(parse_error);
         ask_member(conninfo, timeout_ms, &answers[i]);
@@ -242,8 +278,8 @@ void check_fleet() {
         status.machine_id = members[i].machine_id;
         status.clock_offset_ms = answers[i].clock_offset_ms;
         status.problems = assessments[i].problems;
-        strlcpy(status.problem, problem_text(status, assessments[i], answers[i]),
-                kProblemTextBytes);
+        copy_printable(status.problem, kProblemTextBytes,
+                       problem_text(status, assessments[i], answers[i]));
         if ((status.problems & snowflake::kSameNodeAsThisServer) && holder[0] == '\0') {
             holder = status.member;
         }
@@ -251,8 +287,7 @@ void check_fleet() {
     // A pair that is not set holds nothing, so the node is valid whenever the fleet holds it.
     const snowflake::NodeResult node =
         snowflake::make_node(snowflake_datacenter_id_setting, snowflake_machine_id_setting);
-    const bool fenced = snowflake_on_duplicate_node_setting == kFleetDuplicateRefuse &&
-                        snowflake::fleet_holds_this_node(assessments, count) &&
+    const bool fenced = snowflake::fleet_holds_this_node(assessments, count) &&
                         node.status == snowflake::CodecStatus::kOk;
     publish(statuses, count, GetCurrentTimestamp(), fenced, node.node.bits, holder);
     log_changes(statuses, count, fenced, holder);
@@ -338,6 +373,8 @@ bool snowflake_check_fleet_setting(char **new_value, void **extra, GucSource sou
     const char *list = *new_value != nullptr ? *new_value : "";
     snowflake::FleetSpan spans[snowflake::kMaxFleetMembers];
     const snowflake::FleetSplit split = snowflake::split_fleet_list(list, spans);
+    // Every message is set here, so that PostgreSQL's own, which quotes the value, is not used.
+    GUC_check_errmsg("invalid value for parameter \"snowflake.fleet\"");
     if (split.too_many) {
         GUC_check_errdetail("snowflake.fleet lists more than %d servers.",
                             snowflake::kMaxFleetMembers);
@@ -349,7 +386,7 @@ bool snowflake_check_fleet_setting(char **new_value, void **extra, GucSource sou
         PQconninfoOption *options = PQconninfoParse(member, &parse_error);
         pfree(member);
         if (options == nullptr) {
-            // libpq's message quotes the string, password and all: it is not shown.
+            // libpq's message quotes the string: it is not shown.
             PQfreemem(parse_error);
             GUC_check_errdetail("Member %d of snowflake.fleet is not a libpq connection string.",
                                 i + 1);
@@ -359,7 +396,23 @@ bool snowflake_check_fleet_setting(char **new_value, void **extra, GucSource sou
                 "dbname=app'.");
             return false;
         }
+        bool carries_secret = false;
+        for (PQconninfoOption *option = options; option->keyword != nullptr; option++) {
+            const bool set = option->val != nullptr && option->val[0] != '\0';
+            carries_secret |= set && option->dispchar != nullptr && option->dispchar[0] == '*';
+        }
         PQconninfoFree(options);
+        if (carries_secret) {
+            // PostgreSQL logs a changed setting's new value at every reload.
+            GUC_check_errdetail(
+                "Member %d of snowflake.fleet carries a password, which the "
+                "server log would show.",
+                i + 1);
+            GUC_check_errhint(
+                "Put the passwords in the passfile of the operating-system user "
+                "that runs the server (~/.pgpass, or passfile= in the string).");
+            return false;
+        }
     }
     return true;
 }
@@ -412,6 +465,10 @@ void snowflake_fleet_guard_main(Datum) {
         }
         MemoryContextSwitchTo(caller_context);
         MemoryContextReset(check_context);
+        // A reload that came during the check (whose waits take the latch) is applied now.
+        if (ConfigReloadPending) {
+            continue;
+        }
         const int events = WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | (on ? WL_TIMEOUT : 0);
         (void)WaitLatch(MyLatch, events,
                         on ? static_cast<long>(snowflake_fleet_check_interval_setting) * 1000 : -1,
@@ -429,7 +486,9 @@ Datum snowflake_fleet_status(PG_FUNCTION_ARGS) {
     const TimestampTz checked_at = fleet_shared->checked_at;
     const int count = checked_at != 0 ? fleet_shared->member_count : 0;
     auto *statuses = static_cast<MemberStatus *>(palloc(sizeof(MemberStatus) * Max(count, 1)));
-    memcpy(statuses, fleet_shared->members, sizeof(MemberStatus) * count);
+    if (count > 0) {
+        memcpy(statuses, fleet_shared->members, sizeof(MemberStatus) * count);
+    }
     LWLockRelease(fleet_shared->lock);
     for (int r = 0; r < count; r++) {
         const MemberStatus &status = statuses[r];
@@ -477,7 +536,13 @@ Datum snowflake_fleet_summary(PG_FUNCTION_ARGS) {
     for (int m = 0; m < count; m++) {
         with_problems += fleet_shared->members[m].problems != 0 ? 1 : 0;
     }
-    const bool refusing = snowflake_shared->fenced_node_bits.load(std::memory_order_acquire) >= 0;
+    // What snowflake_nextval() in this session would do (generate.cpp).
+    const snowflake::NodeResult node =
+        snowflake::make_node(snowflake_datacenter_id_setting, snowflake_machine_id_setting);
+    const bool refusing =
+        snowflake_on_duplicate_node_setting == kFleetDuplicateRefuse &&
+        node.status == snowflake::CodecStatus::kOk &&
+        snowflake_shared->fenced_node_bits.load(std::memory_order_acquire) == node.node.bits;
     LWLockRelease(fleet_shared->lock);
     constexpr int kSummaryColumnCount = 4;
     Datum values[kSummaryColumnCount];

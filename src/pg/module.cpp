@@ -6,7 +6,8 @@
 // the mark file and the other files of the data directory are read after it is released, before
 // any other process exists;
 // the one LWLock of the "snowflake" tranche serialises extensions of the durable mark (see
-// durable_mark.cpp), which happen about twice a second at most.
+// durable_mark.cpp), which happen about twice a second at most; the one of the "snowflake fleet"
+// tranche guards the fleet guard's results (see fleet_guard.cpp).
 // The counters for snowflake_info() are one slot per PGPROC, each written only by its owner with a
 // plain atomic store; the rare events (sequence waits, clock rollbacks) use a shared fetch_add.
 //

@@ -127,9 +127,13 @@ void read_answer(const PGresult *result, TimestampTz sent_us, TimestampTz receiv
     answer->clock_offset_ms = offset_us / 1000;
     answer->extension_installed = strcmp(PQgetvalue(result, 0, kExtension), "t") == 0;
     answer->in_recovery = strcmp(PQgetvalue(result, 0, kInRecovery), "t") == 0;
-    // An empty token is that of a server that loads the library without preloading it.
-    answer->has_instance_token =
-        !PQgetisnull(result, 0, kToken) && PQgetvalue(result, 0, kToken)[0] != '\0';
+    // No token: a library before 1.4, which may generate. An empty one: a library that is loaded
+    // without being preloaded, which has no generator.
+    const bool token_known = !PQgetisnull(result, 0, kToken);
+    answer->has_instance_token = token_known && PQgetvalue(result, 0, kToken)[0] != '\0';
+    if (token_known && !answer->has_instance_token) {
+        answer->node_ids = PeerNodeIds::kLibraryNotLoaded;
+    }
     if (answer->has_instance_token) {
         answer->instance_token = strtoull(PQgetvalue(result, 0, kToken), nullptr, 16);
     }

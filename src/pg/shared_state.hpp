@@ -43,8 +43,8 @@ struct SnowflakeShared {
     alignas(kFalseSharingBytes) snowflake::GeneratorState generator;
     // Persisted, and so the limit for every timestamp issued (core/generator.hpp, kLeaseMs).
     alignas(kFalseSharingBytes) std::atomic<int64_t> durable_mark_ms{0};
-    // The node bits that the fleet guard found another live server holding, with
-    // snowflake.on_duplicate_node = refuse, or -1: snowflake_nextval() refuses for these bits
+    // The node bits that the fleet guard found another live server holding, or -1:
+    // snowflake_nextval() refuses for these bits while snowflake.on_duplicate_node is refuse
     // (fleet_guard.cpp). Read on every call, written at most once a check.
     std::atomic<int64_t> fenced_node_bits{-1};
     // The highest mark the generator state was raised to at start-up or by WAL replay: while the

@@ -22,7 +22,7 @@ use POSIX qw(ceil);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use SnowflakeTest;
-use Time::HiRes qw(time);
+use Time::HiRes qw(sleep time);
 
 # The test modules note every statement they run; a benchmark's output is its tables.
 Test::More->builder->output(File::Spec->devnull);

@@ -29,8 +29,8 @@ sub read_exactly {
 }
 
 # Serves one connection: authentication without a password, then the given number of rows of
-# $columns text columns for every query (the given values, or 1 in each), until the client says
-# goodbye.
+# $columns text columns for every query (the given values, \N for NULL, or 1 in each), until the
+# client says goodbye.
 sub serve_connection {
     my ($socket, $rows, $columns, @values) = @_;
     my $startup_size = unpack('N', read_exactly($socket, 4));
@@ -48,7 +48,9 @@ sub serve_connection {
           map { "column$_\0" . pack('NnNnNn', 0, 0, 25, -1 & 0xFFFF, 0xFFFFFFFF, 0) }
           1 .. $columns;
         my @cells = map { $values[ $_ - 1 ] // '1' } 1 .. $columns;
-        my $row = pack('n', $columns) . join '', map { pack('N', length $_) . $_ } @cells;
+        # A cell of \N is a NULL: its length is -1 and no bytes follow.
+        my $row = pack('n', $columns) . join '',
+          map { $_ eq '\N' ? pack('N', 0xFFFFFFFF) : pack('N', length $_) . $_ } @cells;
         syswrite($socket,
             message('T', pack('n', $columns) . $fields)
               . join('', map { message('D', $row) } 1 .. $rows)
@@ -65,8 +67,8 @@ my $listener = IO::Socket::INET->new(
 my $port = $listener->sockport;
 my @answers = ([0, 4], [2, 4], [1, 3]);
 # A peer whose datacenter id is set and whose machine id is not, with the right clock, the
-# extension installed, not in recovery, and no instance token.
-my $one_id_set = [1, 6, '7', '-1', 'CLOCK', 't', 'f', ''];
+# extension installed, not in recovery, and no instance token (a library before 1.4).
+my $one_id_set = [1, 6, '7', '-1', 'CLOCK', 't', 'f', '\N'];
 my $server_pid = fork() // die "fork: $!";
 if ($server_pid == 0) {
     # However the test ends, the imitation peer does not outlive it for long.

@@ -115,6 +115,15 @@ TEST(FleetAssessTest, AStandbyHoldsNoPair) {
     EXPECT_FALSE(fleet_holds_this_node(assessments, 2));
 }
 
+// One server listed twice, by name and by address, answers twice with one token: not a duplicate.
+TEST(FleetAssessTest, OneServerListedTwiceIsNotADuplicate) {
+    const MemberAnswer answers[] = {answer(1, 1, kOwnToken), answer(1, 2, 50), answer(1, 2, 50)};
+    MemberAssessment assessments[3];
+    assess_fleet(answers, 3, kThisServer, kMaxOffsetMs, assessments);
+    EXPECT_EQ(assessments[1].problems, 0u);
+    EXPECT_EQ(assessments[2].problems, 0u);
+}
+
 // A server whose own ids are not set holds no pair, so nobody duplicates it.
 TEST(FleetAssessTest, UnsetOwnIdsAreNeverDuplicated) {
     const MemberAnswer answers[] = {answer(-1, -1, kOwnToken), answer(1, 1)};
