@@ -310,12 +310,9 @@ Tuplestorestate *begin_rows(FunctionCallInfo fcinfo, TupleDesc *tupdesc) {
 // Refuses when the library is not preloaded: there is no guard and nothing to show.
 void require_fleet_memory() {
     if (fleet_shared == nullptr) {
-        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                        errmsg("snowflake must be loaded via shared_preload_libraries"),
-                        errdetail("The fleet guard runs and keeps its results only in a server "
-                                  "that preloads the library."),
-                        errhint("Add shared_preload_libraries = 'snowflake' to postgresql.conf "
-                                "and restart the server.")));
+        snowflake_report_not_preloaded(
+            "The fleet guard runs and keeps its results only in a server that preloads the "
+            "library.");
     }
 }
 

@@ -49,12 +49,9 @@ int64 wall_clock_unix_ms() {
 // Only a preloaded library has the shared generator; anything else gets the line to add.
 SnowflakeShared *require_shared_state() {
     if (snowflake_shared == nullptr) {
-        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                        errmsg("snowflake must be loaded via shared_preload_libraries"),
-                        errdetail("The id generator keeps its state in shared memory, which only a "
-                                  "preloaded library can create."),
-                        errhint("Add shared_preload_libraries = 'snowflake' to postgresql.conf "
-                                "and restart the server.")));
+        snowflake_report_not_preloaded(
+            "The id generator keeps its state in shared memory, which only a preloaded library can "
+            "create.");
     }
     return snowflake_shared;
 }

@@ -237,6 +237,15 @@ void snowflake_count_issued_id(SnowflakeShared *shared) {
     ids.store(ids.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
+void snowflake_report_not_preloaded(const char *detail) {
+    ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                    errmsg("snowflake must be loaded via shared_preload_libraries"),
+                    errdetail("%s", detail),
+                    errhint("Add shared_preload_libraries = 'snowflake' to postgresql.conf and "
+                            "restart the server.")));
+    pg_unreachable();
+}
+
 const char *snowflake_rejected_setting_value(const char *name) {
     for (const NodeSetting &setting : node_settings) {
         if (strcmp(setting.name, name) == 0 && setting.rejected[0] != '\0') {

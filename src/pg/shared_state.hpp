@@ -80,6 +80,10 @@ struct SnowflakeShared {
 // Null unless the library was loaded through shared_preload_libraries.
 extern SnowflakeShared *snowflake_shared;
 
+// The error of a function that needs shared memory in a backend that loaded the library without
+// preloading it; detail says what the function keeps there.
+[[noreturn]] void snowflake_report_not_preloaded(const char *detail);
+
 // Adds one to this backend's issued-id count without touching another backend's cache line.
 void snowflake_count_issued_id(SnowflakeShared *shared);
 

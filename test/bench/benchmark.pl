@@ -501,7 +501,8 @@ SQL
 # Case 6: the core alone, through Google Benchmark.
 sub core {
     my ($stdout, $stderr) = run_command([ $core_bench, '--benchmark_min_time=0.2' ]);
-    say_out("## 6. The core alone (Google Benchmark)\n\n```\n$stderr$stdout```\n\n");
+    # run_command strips the last newline of each stream.
+    say_out("## 6. The core alone (Google Benchmark)\n\n```\n$stderr\n$stdout\n```\n\n");
 }
 
 # Case 7: one session on each of 1, 2 and 3 servers with distinct node ids, all at once: ids per

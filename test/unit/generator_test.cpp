@@ -543,36 +543,46 @@ TEST(GeneratorTest, StaleGuessStillIssuesTheNextId) {
     EXPECT_EQ(seen.after_last_id, static_cast<uint64_t>(r.id) + 1);
 }
 
+// What one call of next_id saw when another caller won the race for the word.
+struct Race {
+    NextResult result;
+    int reads;
+    int64_t other_id;
+    SeenWord seen;
+};
+
+// One call by a caller that issued the last id at kT: its first clock reading is kT, and before
+// its swap another caller issues an id at other_now, which every later reading also gives.
+Race race_with_another_caller(GeneratorState &state, Node node, int64_t other_now) {
+    Race race{};
+    FakeClock first{kT};
+    EXPECT_EQ(next_id(state, node, kNoLimit, race.seen, first).status, NextStatus::kIssued);
+    auto clock = [&]() noexcept -> int64_t {
+        if (++race.reads == 1) {
+            FakeClock other_clock{other_now};
+            SeenWord other_seen;
+            race.other_id = next_id(state, node, kNoLimit, other_seen, other_clock).id;
+            return kT;
+        }
+        return other_now;
+    };
+    race.result = next_id(state, node, kNoLimit, race.seen, clock);
+    return race;
+}
+
 // A swap lost to a caller with a later reading must retry on a fresh reading, not report a clock
 // going back.
 TEST(GeneratorTest, LostSwapToALaterMillisecondRereadsTheClock) {
     GeneratorState state;
-    const Node node = node_of(1, 1);
-    SeenWord seen;
-    FakeClock first{kT};
-    ASSERT_EQ(next_id(state, node, kNoLimit, seen, first).status, NextStatus::kIssued);
-    int64_t other_id = 0;
-    int reads = 0;
-    auto clock = [&]() noexcept -> int64_t {
-        ++reads;
-        if (reads == 1) {
-            // Our reading is kT; meanwhile another caller reads kT + 1 and wins the swap.
-            FakeClock later{kT + 1};
-            SeenWord other_seen;
-            other_id = next_id(state, node, kNoLimit, other_seen, later).id;
-            return kT;
-        }
-        return kT + 1;
-    };
-    const NextResult r = next_id(state, node, kNoLimit, seen, clock);
-    ASSERT_EQ(r.status, NextStatus::kIssued);
-    EXPECT_EQ(reads, 2);
-    EXPECT_EQ(r.now_unix_ms, kT + 1);
-    const Parts p = decode(r.id).parts;
+    const Race race = race_with_another_caller(state, node_of(1, 1), kT + 1);
+    ASSERT_EQ(race.result.status, NextStatus::kIssued);
+    EXPECT_EQ(race.reads, 2);
+    EXPECT_EQ(race.result.now_unix_ms, kT + 1);
+    const Parts p = decode(race.result.id).parts;
     EXPECT_EQ(p.unix_ms, kT + 1);
     EXPECT_EQ(p.sequence, 1);
-    EXPECT_EQ(decode(other_id).parts.unix_ms, kT + 1);
-    EXPECT_EQ(decode(other_id).parts.sequence, 0);
+    EXPECT_EQ(decode(race.other_id).parts.unix_ms, kT + 1);
+    EXPECT_EQ(decode(race.other_id).parts.sequence, 0);
     EXPECT_EQ(last_issued(state).unix_ms, kT + 1);
 }
 
@@ -580,26 +590,12 @@ TEST(GeneratorTest, LostSwapToALaterMillisecondRereadsTheClock) {
 // reading it already has: the retry must not give the cache line away again for a clock read.
 TEST(GeneratorTest, LostSwapInTheSameMillisecondKeepsTheReading) {
     GeneratorState state;
-    const Node node = node_of(1, 1);
-    SeenWord seen;
-    FakeClock first{kT};
-    ASSERT_EQ(next_id(state, node, kNoLimit, seen, first).status, NextStatus::kIssued);
-    int64_t other_id = 0;
-    int reads = 0;
-    auto clock = [&]() noexcept -> int64_t {
-        if (++reads == 1) {
-            FakeClock same{kT};
-            SeenWord other_seen;
-            other_id = next_id(state, node, kNoLimit, other_seen, same).id;
-        }
-        return kT;
-    };
-    const NextResult r = next_id(state, node, kNoLimit, seen, clock);
-    ASSERT_EQ(r.status, NextStatus::kIssued);
-    EXPECT_EQ(reads, 1);
-    EXPECT_EQ(decode(other_id).parts.sequence, 1);
-    EXPECT_EQ(decode(r.id).parts.sequence, 2);
-    EXPECT_EQ(seen.after_last_id, word(state));
+    const Race race = race_with_another_caller(state, node_of(1, 1), kT);
+    ASSERT_EQ(race.result.status, NextStatus::kIssued);
+    EXPECT_EQ(race.reads, 1);
+    EXPECT_EQ(decode(race.other_id).parts.sequence, 1);
+    EXPECT_EQ(decode(race.result.id).parts.sequence, 2);
+    EXPECT_EQ(race.seen.after_last_id, word(state));
 }
 
 // Concurrent callers racing on the same exhausted millisecond must share exactly 4,096 ids.
