@@ -95,14 +95,15 @@ LoggedProblem logged_problems[snowflake::kMaxFleetMembers];
 int logged_count = 0;
 bool logged_fence = false;
 
-// Copies text into a fixed field as printable ASCII: a peer's messages come in its own encoding
-// and a member string may hold any bytes, while the field is shown as text in every database, and
-// a cut must not split a character.
+// Copies text into a fixed field as printable ASCII on one line: a peer's messages come in its own
+// encoding and libpq's span lines, a member string may hold any bytes, the field is shown as text
+// in every database, and a cut must not split a character.
 void copy_printable(char *field, size_t field_size, const char *text) {
     size_t i = 0;
     for (; i + 1 < field_size && text[i] != '\0'; i++) {
         const auto byte = static_cast<unsigned char>(text[i]);
-        field[i] = byte >= 0x20 && byte < 0x7f ? text[i] : '?';
+        const bool space = byte == '\n' || byte == '\r' || byte == '\t';
+        field[i] = byte >= 0x20 && byte < 0x7f ? text[i] : space ? ' ' : '?';
     }
     field[i] = '\0';
 }
