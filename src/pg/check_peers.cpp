@@ -18,7 +18,6 @@ extern "C" {
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
-#include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "libpq-fe.h"
 #include "miscadmin.h"
@@ -31,6 +30,7 @@ PG_FUNCTION_INFO_V1(snowflake_check_peers);
 }
 
 #include "pg/peer_query.hpp"
+#include "pg/result_set.hpp"
 #include "pg/settings.hpp"
 
 namespace {
@@ -117,31 +117,6 @@ void add_fleet_problems(PeerReport *reports, int count, int max_offset_ms) {
     }
 }
 
-// Sets up a materialized result set in the per-query context, the way every PostgreSQL version
-// from 13 on accepts it.
-Tuplestorestate *begin_result_set(FunctionCallInfo fcinfo, TupleDesc *tupdesc) {
-    auto *result_info = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
-    if (result_info == nullptr || !IsA(result_info, ReturnSetInfo) ||
-        (result_info->allowedModes & SFRM_Materialize) == 0) {
-        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                        errmsg("snowflake_check_peers() must be called in a FROM clause or as a "
-                               "set-returning function")));
-    }
-    if (get_call_result_type(fcinfo, nullptr, tupdesc) != TYPEFUNC_COMPOSITE) {
-        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                        errmsg("snowflake_check_peers() must return a composite type")));
-    }
-    MemoryContext caller_context =
-        MemoryContextSwitchTo(result_info->econtext->ecxt_per_query_memory);
-    *tupdesc = CreateTupleDescCopy(*tupdesc);
-    Tuplestorestate *store = tuplestore_begin_heap(true, false, work_mem);
-    MemoryContextSwitchTo(caller_context);
-    result_info->returnMode = SFRM_Materialize;
-    result_info->setResult = store;
-    result_info->setDesc = *tupdesc;
-    return store;
-}
-
 // The columns of a result row: peer, datacenter_id, machine_id, clock_offset_ms, problem.
 constexpr int kPeerColumnCount = 5;
 
@@ -211,7 +186,8 @@ PeerReport new_report(const char *conninfo, int position) {
 // One result row per peer; a value the peer did not give is NULL.
 void emit_reports(FunctionCallInfo fcinfo, const PeerReport *reports, int count) {
     TupleDesc tupdesc;
-    Tuplestorestate *store = begin_result_set(fcinfo, &tupdesc);
+    Tuplestorestate *store =
+        snowflake_begin_result_set(fcinfo, "snowflake_check_peers()", &tupdesc);
     for (int r = 0; r < count; r++) {
         const PeerReport &report = reports[r];
         const PeerAnswer &answer = report.answer;

@@ -50,6 +50,7 @@ PGDLLEXPORT void snowflake_fleet_guard_main(Datum main_arg);
 #include "core/fleet.hpp"
 #include "pg/fleet_guard.hpp"
 #include "pg/peer_query.hpp"
+#include "pg/result_set.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
 
@@ -300,14 +301,6 @@ void clear_results() {
     log_changes(nullptr, 0, false, "");
 }
 
-// Sets up a materialized result set in the per-query context.
-Tuplestorestate *begin_rows(FunctionCallInfo fcinfo, TupleDesc *tupdesc) {
-    InitMaterializedSRF(fcinfo, 0);
-    auto *result_info = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
-    *tupdesc = result_info->setDesc;
-    return result_info->setResult;
-}
-
 // Refuses when the library is not preloaded: there is no guard and nothing to show.
 void require_fleet_memory() {
     if (fleet_shared == nullptr) {
@@ -479,7 +472,8 @@ void snowflake_fleet_guard_main(Datum) {
 Datum snowflake_fleet_status(PG_FUNCTION_ARGS) {
     require_fleet_memory();
     TupleDesc tupdesc;
-    Tuplestorestate *store = begin_rows(fcinfo, &tupdesc);
+    Tuplestorestate *store =
+        snowflake_begin_result_set(fcinfo, "snowflake_fleet_status()", &tupdesc);
     LWLockAcquire(fleet_shared->lock, LW_SHARED);
     const TimestampTz checked_at = fleet_shared->checked_at;
     const int count = checked_at != 0 ? fleet_shared->member_count : 0;
@@ -534,13 +528,11 @@ Datum snowflake_fleet_summary(PG_FUNCTION_ARGS) {
     for (int m = 0; m < count; m++) {
         with_problems += fleet_shared->members[m].problems != 0 ? 1 : 0;
     }
-    // What snowflake_nextval() in this session would do (generate.cpp).
+    // What snowflake_nextval() in this session would do.
     const snowflake::NodeResult node =
         snowflake::make_node(snowflake_datacenter_id_setting, snowflake_machine_id_setting);
-    const bool refusing =
-        snowflake_on_duplicate_node_setting == kFleetDuplicateRefuse &&
-        node.status == snowflake::CodecStatus::kOk &&
-        snowflake_shared->fenced_node_bits.load(std::memory_order_acquire) == node.node.bits;
+    const bool refusing = node.status == snowflake::CodecStatus::kOk &&
+                          snowflake_node_refused(snowflake_shared, node.node.bits);
     LWLockRelease(fleet_shared->lock);
     constexpr int kSummaryColumnCount = 4;
     Datum values[kSummaryColumnCount];

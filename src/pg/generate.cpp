@@ -226,8 +226,7 @@ Datum snowflake_nextval(PG_FUNCTION_ARGS) {
     SnowflakeShared *shared = require_shared_state();
     refuse_during_recovery();
     const snowflake::Node node = configured_node();
-    if (shared->fenced_node_bits.load(std::memory_order_relaxed) == node.bits &&
-        snowflake_on_duplicate_node_setting == kFleetDuplicateRefuse) {
+    if (snowflake_node_refused(shared, node.bits)) {
         snowflake_report_node_held(snowflake_datacenter_id_setting, snowflake_machine_id_setting);
     }
     snowflake_require_usable_mark(shared);
