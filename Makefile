@@ -6,6 +6,7 @@ OBJS = \
 	src/core/codec.o \
 	src/core/fleet.o \
 	src/core/generator.o \
+	src/core/key_floor.o \
 	src/core/mark_file.o \
 	src/pg/check_peers.o \
 	src/pg/codec_functions.o \
@@ -24,7 +25,8 @@ DATA = src/sql/snowflake--1.0.sql src/sql/snowflake--1.0--1.1.sql \
 	src/sql/snowflake--1.3--1.4.sql
 PGFILEDESC = "snowflake - Twitter-layout Snowflake ids"
 # The documentation beyond the README, installed beside other extensions' documentation.
-DOCS = doc/design.md doc/operations.md doc/performance.md doc/reference.md doc/testing.md
+DOCS = doc/design.md doc/operations.md doc/performance.md doc/reference.md doc/security.md \
+	doc/testing.md
 
 # pg_regress, pg_isolation_regress and prove each start their own throwaway servers.
 REGRESS = codec generate info errors time_predicates partitioning peers convert
@@ -80,7 +82,8 @@ $(shell echo '$(PG_CONFIG) $(VERSION)' | cmp -s - $(PG_BUILD_STAMP) || \
 	echo '$(PG_CONFIG) $(VERSION)' > $(PG_BUILD_STAMP))
 $(OBJS) $(OBJS:.o=.bc): $(wildcard $(srcdir)/src/core/*.hpp $(srcdir)/src/pg/*.hpp) $(PG_BUILD_STAMP)
 
-CORE_SOURCES = src/core/codec.cpp src/core/fleet.cpp src/core/generator.cpp src/core/mark_file.cpp
+CORE_SOURCES = src/core/codec.cpp src/core/fleet.cpp src/core/generator.cpp src/core/key_floor.cpp \
+	src/core/mark_file.cpp
 CORE_HEADERS = $(wildcard src/core/*.hpp)
 UNIT_SOURCES = $(wildcard test/unit/*_test.cpp)
 UNIT_FLAGS = -std=c++17 -Wall -Wextra -Werror -I$(srcdir)/src -pthread

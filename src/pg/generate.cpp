@@ -153,6 +153,41 @@ void wait_for_clock_to_leave(SnowflakeShared *shared, int64 exhausted_unix_ms) {
     }
 }
 
+// After a start without the mark file, a stored key of this server's pair ahead of the clock
+// raised the generator (keys_floor.cpp), and nothing was issued since: the clock did not move,
+// the key did. The refusal says which key, and both ways out.
+[[noreturn]] void report_held_by_stored_key(const SnowflakeShared *shared, int64 key_floor_ms,
+                                            int64 now_unix_ms) {
+    int64 key = -1;
+    char source[kKeySourceBytes];
+    snowflake_describe_key_floor(shared, &key, source, sizeof(source));
+    char until_text[MAXDATELEN + 1];
+    strlcpy(until_text, timestamptz_to_str(snowflake::pg_us_from_unix_ms(key_floor_ms)),
+            sizeof(until_text));
+    ereport(ERROR,
+            (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+             errmsg("a stored key holds Snowflake id generation back until %s", until_text),
+             key >= 0 ? errdetail("After a start without the mark file, ids stay above the stored "
+                                  "keys of this server's node pair; key %lld of %s is %lld ms "
+                                  "ahead of the clock.",
+                                  static_cast<long long>(key), source,
+                                  static_cast<long long>(key_floor_ms - now_unix_ms))
+                      : errdetail("After a start without the mark file, ids stay above the stored "
+                                  "keys of this server's node pair; %s could not be read, so "
+                                  "its keys count as reaching %lld ms ahead of the clock.",
+                                  source, static_cast<long long>(key_floor_ms - now_unix_ms)),
+             key >= 0 ? errhint("Generation resumes by itself at %s. If the clock is right, this "
+                                "server did not issue the key: give the row another key or "
+                                "delete it, then restart the server (doc/operations.md "
+                                "\"Upgrading PostgreSQL\"). If the clock is behind, fix it.",
+                                until_text)
+                      : errhint("Generation resumes by itself at %s. Find the session that holds "
+                                "the table locked in pg_locks; once it is gone, a restart of the "
+                                "server reads the table again.",
+                                until_text)));
+    pg_unreachable();
+}
+
 // Either refuses at once (the state stays as it is) or sleeps on the latch so a cancel or
 // statement_timeout ends the wait. The rest of a lease restored at start-up is always waited out.
 void wait_or_refuse_clock_behind(SnowflakeShared *shared, int64 last_unix_ms, int64 now_unix_ms,
@@ -164,6 +199,10 @@ void wait_or_refuse_clock_behind(SnowflakeShared *shared, int64 last_unix_ms, in
     if (action != snowflake::ClockBehindAction::kWaitRestOfLease && !*counted_clock_rollback) {
         shared->clock_rollbacks.fetch_add(1, std::memory_order_relaxed);
         *counted_clock_rollback = true;
+    }
+    if (action == snowflake::ClockBehindAction::kRefuse &&
+        last_unix_ms == shared->key_floor_ms.load(std::memory_order_relaxed)) {
+        report_held_by_stored_key(shared, last_unix_ms, now_unix_ms);
     }
     if (action == snowflake::ClockBehindAction::kRefuse) {
         char last_text[MAXDATELEN + 1];
@@ -211,9 +250,9 @@ bool first_id_checked = false;
 
 // Once per backend: the floor from keys after a start without a mark file (keys_floor.cpp) and
 // the warning of a restored copy (restored_copy.cpp).
-void check_before_first_id(SnowflakeShared *shared, Oid nextval_oid) {
+void check_before_first_id(SnowflakeShared *shared, Oid nextval_oid, snowflake::Node node) {
     if (shared->keys_floor_pending.load(std::memory_order_relaxed)) {
-        snowflake_check_database_keys(shared, nextval_oid);
+        snowflake_check_database_keys(shared, nextval_oid, node);
     }
     snowflake_warn_if_restored_copy(shared);
     first_id_checked = true;
@@ -231,7 +270,7 @@ Datum snowflake_nextval(PG_FUNCTION_ARGS) {
     }
     snowflake_require_usable_mark(shared);
     if (!first_id_checked) {
-        check_before_first_id(shared, fcinfo->flinfo->fn_oid);
+        check_before_first_id(shared, fcinfo->flinfo->fn_oid, node);
     }
     bool counted_sequence_wait = false;
     bool counted_clock_rollback = false;

@@ -7,7 +7,9 @@
 // any other process exists;
 // the one LWLock of the "snowflake" tranche serialises extensions of the durable mark (see
 // durable_mark.cpp), which happen about twice a second at most; the one of the "snowflake fleet"
-// tranche guards the fleet guard's results (see fleet_guard.cpp).
+// tranche guards the fleet guard's results (see fleet_guard.cpp); a spinlock guards the floor from
+// keys' list of checked databases and its record of the key that holds generation back, for a
+// few copies at a time (see keys_floor.cpp).
 // The counters for snowflake_info() are one slot per PGPROC, each written only by its owner with a
 // plain atomic store; the rare events (sequence waits, clock rollbacks) use a shared fetch_add.
 //
@@ -51,6 +53,7 @@ SnowflakeShared *snowflake_shared = nullptr;
 int snowflake_datacenter_id_setting = -1;
 int snowflake_machine_id_setting = -1;
 int snowflake_max_clock_rollback_wait_setting = 0;
+int snowflake_key_floor_max_lead_setting = 60000;
 bool snowflake_time_predicates_setting = true;
 char *snowflake_fleet_setting = nullptr;
 int snowflake_fleet_check_interval_setting = 60;
@@ -108,6 +111,7 @@ void attach_shared_memory() {
     if (!found) {
         new (memory) SnowflakeShared();
         shared->mark_lock = &GetNamedLWLockTranche("snowflake")[0].lock;
+        SpinLockInit(&shared->keys_floor_lock);
         shared->counter_count = counter_slot_count();
         IdCounter *counters = id_counters(shared);
         for (uint32_t i = 0; i < shared->counter_count; i++) {
@@ -213,6 +217,13 @@ void define_settings() {
         "How long snowflake_nextval() waits for a clock that moved backwards before it refuses.",
         nullptr, &snowflake_max_clock_rollback_wait_setting, 0, 0, 60000, PGC_SIGHUP, GUC_UNIT_MS,
         nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "snowflake.key_floor_max_lead",
+        "How far ahead of the clock a stored key may hold generation back after a start without "
+        "the mark file.",
+        "Keys of this server's node pair further ahead are logged and left out of the floor.",
+        &snowflake_key_floor_max_lead_setting, 60000, 0, 3600000, PGC_SIGHUP, GUC_UNIT_MS, nullptr,
+        nullptr, nullptr);
     DefineCustomBoolVariable(
         "snowflake.time_predicates",
         "Lets the primary key answer comparisons of snowflake_timestamp(column) with a constant.",

@@ -8,6 +8,7 @@
 
 extern "C" {
 #include "storage/lwlock.h"
+#include "storage/spin.h"
 }
 
 #include "core/generator.hpp"
@@ -34,6 +35,8 @@ enum class MarkFileState : uint32_t {
 
 // How many databases shared memory remembers as checked by the floor from keys (keys_floor.cpp).
 inline constexpr uint32_t kMaxCheckedDatabases = 64;
+// Room for the database, table and column of the key that holds generation back.
+inline constexpr size_t kKeySourceBytes = 3 * NAMEDATALEN + 32;
 
 // The shared state: the generator word apart from everything else; the durable mark, read on
 // every call and written about twice a second, apart again; the boundary watch, claimed once a
@@ -67,7 +70,15 @@ struct SnowflakeShared {
     MarkFileState mark_file_state = MarkFileState::kUsable;
     int mark_file_errno = 0;
     LWLock *mark_lock = nullptr;
-    // The databases whose keys raised the generator since the start, under mark_lock.
+    // The millisecond through which a stored key ahead of the clock raised the generator, or 0
+    // (keys_floor.cpp): while the last timestamp is this one, nothing was issued since, and a
+    // refusal names the key rather than blaming the clock.
+    std::atomic<int64_t> key_floor_ms{0};
+    // The rest of the floor from keys, under keys_floor_lock (held for a few copies only): the key
+    // behind key_floor_ms and where it is stored; the databases whose keys were read since start.
+    slock_t keys_floor_lock;
+    int64_t key_floor_key = -1;
+    char key_floor_source[kKeySourceBytes] = {};
     uint32_t checked_database_count = 0;
     Oid checked_databases[kMaxCheckedDatabases] = {};
     alignas(kFalseSharingBytes) snowflake::BoundaryWatch boundary_watch;

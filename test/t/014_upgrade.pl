@@ -1,8 +1,9 @@
 # pg_upgrade run the usual way, with no step for this extension, keeps ids unique: the new data
 # directory has no mark file, and the first snowflake_nextval() in each database raises the
 # generator above the keys already stored, even with the clock two minutes behind the old
-# cluster's last id, and after a restart before every database was used. A removed mark file is
-# covered the same way; a key written by hand far in the future is left out with a warning. The
+# cluster's last id (within snowflake.key_floor_max_lead, set to five minutes here), and after a
+# restart before every database was used. A removed mark file is covered the same way; a key
+# written by hand far in the future is left out and logged by name. The
 # extension, created at 1.0 before the upgrade, then goes through every update script and ends
 # equal to a fresh install.
 use strict;
@@ -42,7 +43,7 @@ my $old_max_shop = max_id($old, 'carts', 'shop');
 $old->stop;
 
 my $new = snowflake_node('new', datacenter_id => 3, machine_id => 4);
-$new->append_conf('postgresql.conf', "fsync = on\n");
+$new->append_conf('postgresql.conf', "fsync = on\nsnowflake.key_floor_max_lead = '5min'\n");
 # pg_upgrade writes its logs into the current directory's tree.
 chdir $PostgreSQL::Test::Utils::tmp_check;
 command_ok(
@@ -75,10 +76,11 @@ like(slurp_file($new->logfile, $log_offset),
     'the log says what a missing mark file means and what the extension does');
 
 my $error = error_of($new, "INSERT INTO orders (phase) VALUES ('clock behind')");
-like($error, qr/ERROR:  58000: clock moved backwards by \d+ ms/,
+like($error, qr/ERROR:  55000: a stored key holds Snowflake id generation back/,
     'with the clock behind the stored keys, generation is refused');
 ok($new->wait_for_log(
-        qr/raised the generator above key $old_max in database "postgres"/, $log_offset),
+        qr/raised the generator above key $old_max of column id of table "Sales"\.early in database "postgres"/,
+        $log_offset),
     'the highest key of the database, in a partitioned table of another schema, raised it');
 is($new->safe_psql('postgres', "SELECT count(*) FROM orders WHERE phase <> 'before'"),
     '0', 'nothing was issued below the old keys');
@@ -97,8 +99,8 @@ ok($new->log_contains(qr/"snowflake_keys_unchecked" is present/, $log_offset),
     'after a restart the check is still armed');
 $error = error_of($new, "INSERT INTO carts (phase) VALUES ('clock behind')", 'shop');
 like($error, qr/clock moved backwards/,
-    'the other database is refused too while the clock is behind');
-ok($new->wait_for_log(qr/raised the generator above key $old_max_shop in database "shop"/,
+    'the other database is refused too while the clock is behind the ids issued since');
+ok($new->wait_for_log(qr/raised the generator above key $old_max_shop of column id of table public\.carts in database "shop"/,
         $log_offset),
     'the other database was checked on its own first use');
 set_clock_offset($clock_file, '+0');
@@ -118,14 +120,15 @@ set_clock_offset($clock_file, '-120');
 $log_offset = -s $new->logfile;
 start_with_clock($new, $clock_file);
 $error = error_of($new, "INSERT INTO orders (phase) VALUES ('clock behind')");
-like($error, qr/clock moved backwards/, 'after the mark file is removed, the keys hold it up');
-ok($new->log_contains(qr/raised the generator above key $new_max in database "postgres"/,
+like($error, qr/a stored key holds Snowflake id generation back/,
+    'after the mark file is removed, the keys hold it up');
+ok($new->log_contains(qr/raised the generator above key $new_max of column id of table public\.orders in database "postgres"/,
         $log_offset),
     'the removed mark file is replaced by the highest key');
 ok($new->log_contains(
-        qr/WARNING:  snowflake: key \d+ of public\.orders\.id is more than a day ahead of the clock/,
+        qr/LOG:  snowflake: key \d+ of column id of table public\.orders in database "postgres" is \d+ ms ahead of the clock, beyond snowflake\.key_floor_max_lead/,
         $log_offset),
-    'the key of 2060 is left out of the floor, with a warning naming it');
+    'the key of 2060 is left out of the floor, logged by name');
 set_clock_offset($clock_file, '+0');
 inserts_above('after removal', 1000, $new_max,
     'every id after the removal is above every stored key');

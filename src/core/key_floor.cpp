@@ -1,0 +1,27 @@
+// The floor from stored keys: the window of keys that matter at a clock reading.
+
+#include "core/key_floor.hpp"
+
+#include <algorithm>
+
+#include "core/codec.hpp"
+#include "core/layout.hpp"
+
+namespace snowflake {
+
+KeyWindow key_window(int64_t now_unix_ms, int64_t max_lead_ms, Node node) noexcept {
+    const int64_t lead_ms = std::max<int64_t>(max_lead_ms, 0);
+    const int64_t last_ms = now_unix_ms > kMaxUnixMs - lead_ms ? kMaxUnixMs : now_unix_ms + lead_ms;
+    return {min_id_at_or_after(now_unix_ms), max_id_at_or_before(last_ms), last_ms, node.bits};
+}
+
+int64_t key_floor_through_ms(const KeyWindow &window, int64_t now_unix_ms,
+                             int64_t highest_key) noexcept {
+    const int64_t before_clock_ms = now_unix_ms - 1;
+    if (highest_key < window.lowest_id || highest_key > window.highest_id) {
+        return before_clock_ms;
+    }
+    return std::max(before_clock_ms, (highest_key >> kTimestampShift) + kEpochUnixMs);
+}
+
+}  // namespace snowflake

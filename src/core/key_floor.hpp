@@ -1,0 +1,40 @@
+// The rules of the floor from stored keys (README "Operations", doc/operations.md "Guarantees"):
+// which stored keys can collide with the ids this server issues from a clock reading on, and
+// which of those may hold generation back. Pure C++17, so that the glue only reads tables.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "core/generator.hpp"
+#include "core/layout.hpp"
+
+namespace snowflake {
+
+// The datacenter and machine fields of an id, in place: a key whose fields differ from this
+// server's can never equal an id it issues.
+inline constexpr int64_t kNodeFieldsMask = ((int64_t{1} << (kDatacenterBits + kMachineBits)) - 1)
+                                           << kMachineShift;
+
+// The keys of this server's node pair that matter at a clock reading: those from its millisecond
+// up to max_lead_ms ahead of it raise the generator; those further ahead are reported and left
+// out, so that no stored key holds generation back for longer than max_lead_ms. Keys before the
+// reading need no look: the generator is raised through the millisecond before it instead.
+struct KeyWindow {
+    int64_t lowest_id;     // the first id of the clock's millisecond
+    int64_t highest_id;    // the last id max_lead_ms ahead of it, clamped to the layout
+    int64_t last_unix_ms;  // the millisecond of highest_id
+    int64_t node_fields;
+};
+
+KeyWindow key_window(int64_t now_unix_ms, int64_t max_lead_ms, Node node) noexcept;
+
+// The millisecond the generator is raised through for the highest key found in the window (-1
+// when none): that key's, or the one before the clock reading, whichever is later.
+int64_t key_floor_through_ms(const KeyWindow &window, int64_t now_unix_ms,
+                             int64_t highest_key) noexcept;
+
+static_assert(std::is_trivially_destructible_v<KeyWindow>,
+              "a window lives across ereport calls and must own nothing");
+
+}  // namespace snowflake

@@ -1,0 +1,235 @@
+# The floor from stored keys after a start without the mark file, against hostile and unusual
+# tables (doc/operations.md "Guarantees", doc/security.md "The floor from stored keys"): a plain
+# role's table with forced row-level security whose policy hides rows from its owner and fails
+# without a setting, an attached partition and sub-partitions without a default of their own, an
+# inheritance child, a domain's default, a table whose owner revoked its own privileges, a table
+# with a trap in an index expression and a trigger; keys of another node pair, a key a day ahead,
+# a table kept locked; and the way back from a key that holds generation back.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use SnowflakeTest;
+
+plan skip_all => 'libfaketime is not installed' unless have_libfaketime();
+
+my $clock_file = "$PostgreSQL::Test::Utils::tmp_check/clock_offset_019";
+my $node = snowflake_node('keys', datacenter_id => 3, machine_id => 4);
+$node->append_conf('postgresql.conf', qq(
+fsync = on
+snowflake.key_floor_max_lead = '20min'
+));
+start_with_clock($node, $clock_file);
+
+# Everything below is alice's: a plain role, who can only create tables in her schema.
+$node->safe_psql('postgres', q(
+CREATE EXTENSION snowflake;
+CREATE ROLE alice LOGIN;
+CREATE SCHEMA "Odd Schema" AUTHORIZATION alice;
+));
+# The partitions split the keys between the hand-made ones of 601 and 602 s ahead (below).
+my $late_bound = $node->safe_psql('postgres',
+    q(SELECT snowflake_encode(now() + interval '601500 ms', 0, 0, 0)));
+$node->safe_psql('postgres', qq(
+SET ROLE alice;
+SET search_path = "Odd Schema", public;
+CREATE TABLE "tenant rows" (id bigint PRIMARY KEY DEFAULT snowflake_nextval(),
+    tenant text NOT NULL DEFAULT current_setting('app.tenant'));
+ALTER TABLE "tenant rows" ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+CREATE POLICY own_tenant ON "tenant rows" USING (tenant = current_setting('app.tenant'));
+
+CREATE TABLE events (id bigint NOT NULL DEFAULT snowflake_nextval(), note text)
+    PARTITION BY RANGE (id);
+CREATE TABLE "events early" (id bigint NOT NULL, note text);
+ALTER TABLE events ATTACH PARTITION "events early" FOR VALUES FROM (0) TO ($late_bound);
+CREATE TABLE events_late (id bigint NOT NULL, note text) PARTITION BY HASH (id);
+CREATE TABLE events_late_0 (id bigint NOT NULL, note text);
+CREATE TABLE events_late_1 (id bigint NOT NULL, note text);
+ALTER TABLE events_late ATTACH PARTITION events_late_0 FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+ALTER TABLE events_late ATTACH PARTITION events_late_1 FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+ALTER TABLE events ATTACH PARTITION events_late FOR VALUES FROM ($late_bound) TO (MAXVALUE);
+
+CREATE TABLE base (id bigint PRIMARY KEY DEFAULT snowflake_nextval());
+CREATE TABLE child () INHERITS (base);
+ALTER TABLE child ALTER id DROP DEFAULT;
+
+CREATE DOMAIN key_domain AS bigint DEFAULT snowflake_nextval();
+CREATE TABLE "domain keyed" (id key_domain PRIMARY KEY, x integer);
+
+CREATE TABLE revoked (id bigint PRIMARY KEY DEFAULT snowflake_nextval());
+
+CREATE FUNCTION trap(integer) RETURNS integer IMMUTABLE LANGUAGE plpgsql AS \$\$
+BEGIN
+    IF current_user <> 'alice' THEN
+        RAISE EXCEPTION 'trap ran as %', current_user;
+    END IF;
+    RETURN \$1;
+END \$\$;
+CREATE FUNCTION trap_trigger() RETURNS trigger LANGUAGE plpgsql AS \$\$
+BEGIN
+    PERFORM trap(1);
+    RETURN NEW;
+END \$\$;
+CREATE TABLE hostile (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), v integer);
+CREATE INDEX ON hostile ((trap(v)));
+CREATE TRIGGER trap BEFORE INSERT OR UPDATE ON hostile FOR EACH ROW EXECUTE FUNCTION trap_trigger();
+
+CREATE TABLE others (id bigint PRIMARY KEY DEFAULT snowflake_nextval());
+));
+
+# Ordinary keys in every table, issued by the generator.
+$node->safe_psql('postgres', q(
+SET ROLE alice;
+SET search_path = "Odd Schema", public;
+SET app.tenant = 'a';
+INSERT INTO "tenant rows" SELECT FROM generate_series(1, 1000);
+INSERT INTO events (note) SELECT 'early' FROM generate_series(1, 1000);
+INSERT INTO base SELECT FROM generate_series(1, 1000);
+INSERT INTO child SELECT snowflake_nextval() FROM generate_series(1, 1000);
+INSERT INTO "domain keyed" (x) SELECT 1 FROM generate_series(1, 1000);
+INSERT INTO revoked SELECT FROM generate_series(1, 1000);
+INSERT INTO hostile (v) SELECT 1 FROM generate_series(1, 1000);
+));
+
+# Keys of this server's pair written by hand ahead of the clock, one layout each: each must hold
+# generation back in turn. Tenant b's row is hidden from alice by her own policy.
+my @layouts = (
+    [qw(hostile hostile 607)],
+    [qw(revoked revoked 606)],
+    ['domain keyed', '"Odd Schema"."domain keyed"', 605],
+    [qw(child child 604)],
+    [qw(events_late_1 events 603)],
+    [qw(events_late_0 events 602)],
+    ['events early', 'events', 601],
+    ['tenant rows', '"Odd Schema"."tenant rows"', 600],
+);
+my %key_of;
+for my $layout (@layouts) {
+    my ($table, $insert_into, $seconds) = @$layout;
+    # The sub-partitions are fed by hash: a key of the right remainder is chosen for each.
+    my $remainder = $table =~ /_([01])$/ ? $1 : undef;
+    my $key = $node->safe_psql('postgres', qq(
+SET search_path = "Odd Schema", public;
+SELECT k FROM generate_series(0, 63) AS s,
+    LATERAL (SELECT snowflake_encode(now() + interval '$seconds seconds', 3, 4, s) AS k) AS e
+WHERE @{[defined $remainder
+    ? "satisfies_hash_partition('events_late'::regclass, 2, $remainder, k)" : 'true']}
+LIMIT 1));
+    $key_of{$table} = $key;
+}
+$node->safe_psql('postgres', qq(
+SET ROLE alice;
+SET search_path = "Odd Schema", public;
+SET app.tenant = 'b';
+INSERT INTO "tenant rows" VALUES ($key_of{'tenant rows'});
+INSERT INTO events VALUES ($key_of{'events early'}, 'by hand'), ($key_of{events_late_0}, 'by hand'),
+    ($key_of{events_late_1}, 'by hand');
+INSERT INTO child VALUES ($key_of{child});
+INSERT INTO "domain keyed" VALUES ($key_of{'domain keyed'}, 2);
+INSERT INTO revoked VALUES ($key_of{revoked});
+INSERT INTO hostile VALUES ($key_of{hostile}, 1);
+-- Another pair's keys, ahead of the clock and far ahead: they can never equal this server's ids.
+INSERT INTO others VALUES (snowflake_encode(now() + interval '5 minutes', 9, 9, 0)),
+    (snowflake_encode(now() + interval '30 days', 9, 9, 0));
+-- A key of this server's pair a day ahead, which would stop generation for a day if it counted.
+INSERT INTO base VALUES (snowflake_encode(now() + interval '23 hours', 3, 4, 0));
+RESET ROLE;
+REVOKE ALL ON "Odd Schema".revoked FROM alice;
+));
+is($node->safe_psql('postgres',
+        q(SET ROLE alice; SET app.tenant = 'a'; SELECT count(*) FROM "Odd Schema"."tenant rows")),
+    '1000', "alice's own policy hides tenant b's key from her");
+like(error_of($node, q(SET ROLE alice; SELECT count(*) FROM "Odd Schema"."tenant rows")),
+    qr/unrecognized configuration parameter "app.tenant"/,
+    'her policy fails a read without app.tenant');
+
+# Restarts without the mark file the first time; each later start rereads the keys, since the
+# key that held generation back kept the floor armed.
+sub restart {
+    my ($remove_mark) = @_;
+    $node->stop;
+    unlink $node->data_dir . '/snowflake_mark' if $remove_mark;
+    my $offset = -s $node->logfile;
+    start_with_clock($node, $clock_file);
+    return $offset;
+}
+
+my $offset = restart(1);
+for my $layout (@layouts) {
+    my ($table) = @$layout;
+    my $key = $key_of{$table};
+    my $error = error_of($node, 'SELECT snowflake_nextval()');
+    like($error, qr/ERROR:  55000: a stored key holds Snowflake id generation back until/,
+        "a key in $table holds generation back, and the message says a stored key does");
+    like($error,
+        qr/DETAIL:  .*key $key of column id of table "Odd Schema"\."?\Q$table\E"? in database "postgres" is \d+ ms ahead of the clock/,
+        "the message names the key and its table, $table");
+    like($error, qr/HINT:  .*give the row another key or delete it, then restart the server/,
+        'the hint gives the way back');
+    # The way back: the row goes, the server restarts.
+    $node->safe_psql('postgres',
+        qq(DELETE FROM "Odd Schema"."$table" WHERE id = $key));
+    restart(0);
+}
+ok($node->log_contains(qr/key \d+ of column id of table "Odd Schema"\.base in database "postgres" is \d+ ms ahead of the clock, beyond snowflake\.key_floor_max_lead/,
+        $offset),
+    'the key a day ahead is logged by name and left out');
+like($node->safe_psql('postgres', 'SELECT snowflake_nextval()'), qr/^\d+$/,
+    'with the rows gone, generation resumes: neither the other pair nor the key a day ahead holds it');
+ok(!$node->log_contains(qr/trap ran as/, $offset),
+    "no read ran alice's index expression or trigger");
+ok(!$node->log_contains(qr/ERROR:  permission denied/, $offset),
+    'the revoked privileges failed no read');
+
+# The duplicates of the review: the clock 30 s behind keys that a policy hides from their owner.
+set_and_reload($node, 'snowflake.key_floor_max_lead', '1min');
+$node->safe_psql('postgres', q(
+SET ROLE alice; SET app.tenant = 'c';
+INSERT INTO "Odd Schema"."tenant rows" SELECT FROM generate_series(1, 5000)));
+my $old_max = $node->safe_psql('postgres', 'SELECT max(id) FROM "Odd Schema"."tenant rows"');
+set_clock_offset($clock_file, '-30');
+restart(1);
+like(error_of($node, q(SET ROLE alice; SET app.tenant = 'a';
+INSERT INTO "Odd Schema"."tenant rows" SELECT FROM generate_series(1, 100))),
+    qr/55000: a stored key holds Snowflake id generation back.*\n.*key $old_max of column id of table "Odd Schema"\."tenant rows"/,
+    "tenant c's keys, hidden from the inserting tenant, hold generation back");
+set_clock_offset($clock_file, '+0');
+$node->safe_psql('postgres', q(
+SET ROLE alice; SET app.tenant = 'a';
+INSERT INTO "Odd Schema"."tenant rows" SELECT FROM generate_series(1, 5000)));
+is($node->safe_psql('postgres', qq(
+SELECT count(*) FROM "Odd Schema"."tenant rows" WHERE tenant = 'a' AND id > $old_max)),
+    '5000', 'once the clock passes them, every new id is above the hidden keys');
+is($node->safe_psql('postgres',
+        'SELECT count(*) - count(DISTINCT id) FROM "Odd Schema"."tenant rows"'),
+    '0', 'no id was issued twice');
+
+# A table its owner keeps locked holds generation back for the window at most, with a warning.
+set_and_reload($node, 'snowflake.key_floor_max_lead', '3s');
+restart(1);
+my $locker = $node->background_psql('postgres');
+$locker->query_safe(q(SET ROLE alice; BEGIN; LOCK TABLE "Odd Schema".hostile IN ACCESS EXCLUSIVE MODE));
+my ($ret, $stdout, $stderr) =
+  $node->psql('postgres', "\\set VERBOSITY verbose\nSELECT snowflake_nextval()");
+like($stderr, qr/WARNING:  01000: snowflake: table "Odd Schema"\.hostile in database "postgres" was locked by another session/,
+    'a table kept locked is named in a warning');
+like($stderr, qr/ERROR:  55000: a stored key holds .*\n.*table "Odd Schema"\.hostile could not be read/,
+    'and generation is held back, saying why');
+$locker->query_safe('COMMIT');
+$locker->quit;
+$node->poll_query_until('postgres', 'SELECT snowflake_nextval() > 0')
+  or die 'generation did not resume';
+pass('generation resumes by itself once the window has passed');
+
+# Concurrent first calls on a start without the mark file disarm the check once, quietly.
+set_and_reload($node, 'snowflake.key_floor_max_lead', '1min');
+$offset = restart(1);
+$node->pgbench('-n -c 8 -j 8 -t 1', 0, [qr/processed: 8\/8/], [qr/^$/],
+    'eight first calls at once', { 'first' => 'SELECT snowflake_nextval();' });
+ok($node->wait_for_log(qr/every database has been checked for keys/, $offset),
+    'the check is disarmed once every database was read');
+ok(!$node->log_contains(qr/could not remove file "snowflake_keys_unchecked"/, $offset),
+    'no backend reports the file another removed');
+
+done_testing();

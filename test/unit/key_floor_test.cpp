@@ -1,0 +1,57 @@
+// The window of stored keys that raise the generator, and the millisecond it is raised through.
+
+#include "core/key_floor.hpp"
+
+#include <gtest/gtest.h>
+
+#include "core/codec.hpp"
+#include "core/layout.hpp"
+
+namespace snowflake {
+namespace {
+
+constexpr int64_t kNow = 1700000000000;
+
+Node node(int32_t datacenter_id, int32_t machine_id) {
+    return make_node(datacenter_id, machine_id).node;
+}
+
+int64_t id_at(int64_t unix_ms, int32_t datacenter_id, int32_t machine_id, int32_t sequence) {
+    return encode({unix_ms, datacenter_id, machine_id, sequence}).id;
+}
+
+TEST(KeyWindow, RunsFromTheClocksMillisecondToTheLeadAhead) {
+    const KeyWindow window = key_window(kNow, 60000, node(7, 13));
+    EXPECT_EQ(window.lowest_id, id_at(kNow, 0, 0, 0));
+    EXPECT_EQ(window.highest_id, id_at(kNow + 60000, 31, 31, kMaxSequence));
+    EXPECT_EQ(window.last_unix_ms, kNow + 60000);
+    EXPECT_EQ(window.node_fields, id_at(kNow, 7, 13, 0) - id_at(kNow, 0, 0, 0));
+}
+
+TEST(KeyWindow, NodeFieldsMaskCoversExactlyThePair) {
+    EXPECT_EQ(id_at(kNow, 31, 31, 0) - id_at(kNow, 0, 0, 0), kNodeFieldsMask);
+    EXPECT_EQ(id_at(kNow, 7, 13, kMaxSequence) & kNodeFieldsMask, node(7, 13).bits);
+}
+
+TEST(KeyWindow, IsClampedAtTheEndOfTheLayoutAndNeverNegativeInLength) {
+    EXPECT_EQ(key_window(kMaxUnixMs - 10, 60000, node(0, 0)).highest_id, kMaxId);
+    const KeyWindow no_lead = key_window(kNow, -5, node(0, 0));
+    EXPECT_EQ(no_lead.highest_id, id_at(kNow, 31, 31, kMaxSequence));
+}
+
+TEST(KeyFloor, WithoutAKeyInTheWindowIsTheMillisecondBeforeTheClock) {
+    const KeyWindow window = key_window(kNow, 60000, node(7, 13));
+    EXPECT_EQ(key_floor_through_ms(window, kNow, -1), kNow - 1);
+    EXPECT_EQ(key_floor_through_ms(window, kNow, id_at(kNow - 1, 7, 13, 5)), kNow - 1);
+    EXPECT_EQ(key_floor_through_ms(window, kNow, id_at(kNow + 60001, 7, 13, 0)), kNow - 1);
+}
+
+TEST(KeyFloor, WithAKeyInTheWindowIsThatKeysMillisecond) {
+    const KeyWindow window = key_window(kNow, 60000, node(7, 13));
+    EXPECT_EQ(key_floor_through_ms(window, kNow, id_at(kNow, 7, 13, 0)), kNow);
+    EXPECT_EQ(key_floor_through_ms(window, kNow, id_at(kNow + 25000, 7, 13, 4095)), kNow + 25000);
+    EXPECT_EQ(key_floor_through_ms(window, kNow, window.highest_id), kNow + 60000);
+}
+
+}  // namespace
+}  // namespace snowflake
