@@ -127,7 +127,9 @@ dist:
 		-o $(abspath $(DISTDIR))/$(EXTENSION)-$(DISTVERSION).zip HEAD
 
 # The error boundary (module.cpp): an ereport longjmps over C++ frames, so the glue may hold no
-# standard-library type that owns memory or runs a destructor. The core may, and does not cross.
+# standard-library type that owns memory or runs a destructor. The core may, and does not cross;
+# it includes only the C++ standard library (headers without an extension) and itself, so that no
+# PostgreSQL or C header can creep in.
 OWNING_STD_TYPES = (std::(basic_string|string|wstring|u16string|u32string|vector|map|multimap|unordered_map|unordered_multimap|set|multiset|unordered_set|unordered_multiset|list|forward_list|deque|queue|priority_queue|stack|function|unique_ptr|shared_ptr|weak_ptr|optional|variant|any|[a-z]*stream|[a-z]*streambuf|regex|thread|jthread|lock_guard|unique_lock|scoped_lock|shared_lock)\b|using namespace std)
 boundarycheck:
 	@if grep -nE '$(OWNING_STD_TYPES)' $(srcdir)/src/pg/*.cpp $(srcdir)/src/pg/*.hpp; then \
@@ -135,5 +137,11 @@ boundarycheck:
 		exit 1; \
 	fi
 	@echo "src/pg: no owning standard-library type"
+	@if grep -nE '^[[:space:]]*#[[:space:]]*include' $(srcdir)/src/core/*.cpp $(srcdir)/src/core/*.hpp | \
+		grep -vE '#[[:space:]]*include[[:space:]]*(<[a-z_]+>|"core/[a-z_]+\.hpp")'; then \
+		echo "src/core includes something other than the C++ standard library and core/"; \
+		exit 1; \
+	fi
+	@echo "src/core: only the C++ standard library and core/"
 
 .PHONY: unitcheck fuzzcheck boundarycheck uninstall-docs dist

@@ -272,28 +272,28 @@ void snowflake_save_final_mark_at_exit() {
     on_shmem_exit(save_final_mark, 0);
 }
 
-bool snowflake_restore_durable_mark(SnowflakeShared *shared) {
+MarkRestore snowflake_restore_durable_mark(SnowflakeShared *shared) {
     // lstat first: opening a FIFO would block the postmaster for ever, and a symbolic link (even
     // a dangling one) is not what this extension writes.
     struct stat status;
     if (lstat(kMarkFileName, &status) != 0) {
         if (errno == ENOENT) {
-            return true;
+            return MarkRestore::kNoFile;
         }
         record_unreadable_mark_file(shared, errno);
-        return false;
+        return MarkRestore::kRefused;
     }
     if (!S_ISREG(status.st_mode)) {
         shared->mark_file_state = MarkFileState::kNotRegularFile;
         ereport(LOG, (errmsg("snowflake mark file \"%s\" is not a regular file; "
                              "snowflake_nextval() will refuse to generate ids",
                              kMarkFileName)));
-        return false;
+        return MarkRestore::kRefused;
     }
     const int fd = OpenTransientFile(kMarkFileName, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | PG_BINARY);
     if (fd < 0) {
         record_unreadable_mark_file(shared, errno);
-        return false;
+        return MarkRestore::kRefused;
     }
     char bytes[snowflake::kMarkFileMaxSize + 1];
     const ssize_t size = read(fd, bytes, sizeof(bytes));
@@ -301,7 +301,7 @@ bool snowflake_restore_durable_mark(SnowflakeShared *shared) {
     CloseTransientFile(fd);
     if (size < 0) {
         record_unreadable_mark_file(shared, read_errno);
-        return false;
+        return MarkRestore::kRefused;
     }
     const snowflake::MarkFileResult parsed =
         snowflake::parse_mark_file(bytes, static_cast<size_t>(size));
@@ -310,10 +310,10 @@ bool snowflake_restore_durable_mark(SnowflakeShared *shared) {
         ereport(LOG, (errmsg("snowflake mark file \"%s\" is damaged; snowflake_nextval() will "
                              "refuse to generate ids",
                              kMarkFileName)));
-        return false;
+        return MarkRestore::kRefused;
     }
     adopt_mark(shared, parsed.mark_unix_ms);
-    return false;
+    return MarkRestore::kRestored;
 }
 
 void snowflake_require_usable_mark(const SnowflakeShared *shared) {

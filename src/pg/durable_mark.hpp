@@ -8,9 +8,15 @@
 
 inline constexpr char kMarkFileName[] = "snowflake_mark";
 
+// What start-up found of the mark file.
+enum class MarkRestore : uint8_t {
+    kRestored,  // read and verified: the generator starts from its mark
+    kNoFile,    // none at all: a new data directory, pg_upgrade, a restore without it, a removal
+    kRefused,   // present but unusable (mark_file_state says why): generation is refused
+};
+
 // At start-up and after a crash re-initialisation the generator starts from the file's mark.
-// Returns whether there was no mark file at all.
-bool snowflake_restore_durable_mark(SnowflakeShared *shared);
+MarkRestore snowflake_restore_durable_mark(SnowflakeShared *shared);
 
 // Raises the generator through a millisecond, never lowering it, and the lease floor with it
 // (first, so that no backend sees the raised state without it): while nothing newer is issued, a

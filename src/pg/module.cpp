@@ -127,7 +127,8 @@ void attach_shared_memory() {
         if (!IsUnderPostmaster) {
             snowflake_save_final_mark_at_exit();
         }
-        snowflake_arm_keys_floor(shared, snowflake_restore_durable_mark(shared));
+        snowflake_arm_keys_floor(shared,
+                                 snowflake_restore_durable_mark(shared) == MarkRestore::kNoFile);
         snowflake_note_start_from_backup(shared);
     }
 }
