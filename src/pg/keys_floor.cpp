@@ -19,7 +19,6 @@ extern "C" {
 
 #include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
-#include "commands/dbcommands.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/fd.h"
@@ -33,6 +32,7 @@ extern "C" {
 
 #include "core/codec.hpp"
 #include "core/generator.hpp"
+#include "pg/compat.hpp"
 #include "pg/durable_mark.hpp"
 #include "pg/keys_floor.hpp"
 #include "pg/shared_state.hpp"
