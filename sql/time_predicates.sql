@@ -121,9 +121,13 @@ EXPLAIN (COSTS OFF) SELECT count(*) FROM (
 EXPLAIN (COSTS OFF) WITH recent AS MATERIALIZED (
     SELECT id FROM readings WHERE snowflake_timestamp(id) >= '2025-12-01 20:00+00')
 SELECT count(*) FROM recent;
+-- (With hash joins disabled: between a semi join and a join to the distinct sensors, PostgreSQL
+-- 19 chooses otherwise than 15 to 18 do, and a merge join is the plan every version agrees on.)
+SET enable_hashjoin = off;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM sensors s
 WHERE EXISTS (SELECT 1 FROM readings r
               WHERE r.sensor = s.sensor AND snowflake_timestamp(r.id) < '2025-12-01 00:01+00');
+RESET enable_hashjoin;
 
 -- The function is recognised by what it is, not by its name: through another schema it is
 -- rewritten, an impostor of the same name is not.

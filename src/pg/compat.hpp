@@ -1,4 +1,4 @@
-// What differs between the PostgreSQL versions the glue builds against (15 to 18), in one place.
+// What differs between the PostgreSQL versions the glue builds against (15 to 19), in one place.
 // Include only after postgres.h; every #if on PG_VERSION_NUM in the glue belongs here.
 #pragma once
 
@@ -11,6 +11,13 @@ extern "C" {
 #include "replication/walsender_private.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
+#include "utils/syscache.h"
+// get_database_name() moved from commands/dbcommands.h to utils/lsyscache.h in PostgreSQL 19.
+#if PG_VERSION_NUM >= 190000
+#include "utils/lsyscache.h"
+#else
+#include "commands/dbcommands.h"
+#endif
 }
 
 // PostgreSQL 13 and 14 have no custom WAL resource managers, without which a promoted standby
@@ -64,3 +71,24 @@ inline XLogRecPtr snowflake_synchronous_standbys_flushed_lsn() {
     const volatile WalSndCtlData *control = WalSndCtl;
     return control->lsn[SYNC_REP_WAIT_FLUSH];
 }
+
+// The planner hook's parameters and the arguments it passes on to the next planner. PostgreSQL
+// 19 added the EXPLAIN state of the statement being planned (NULL outside EXPLAIN), which a hook
+// must hand on unchanged so that planners further down can report into EXPLAIN.
+#if PG_VERSION_NUM >= 190000
+#define SNOWFLAKE_PLANNER_PARAMETERS                                                        \
+    Query *parse, const char *query_string, int cursor_options, ParamListInfo bound_params, \
+        ExplainState *explain_state
+#define SNOWFLAKE_PLANNER_ARGUMENTS parse, query_string, cursor_options, bound_params, explain_state
+#else
+#define SNOWFLAKE_PLANNER_PARAMETERS \
+    Query *parse, const char *query_string, int cursor_options, ParamListInfo bound_params
+#define SNOWFLAKE_PLANNER_ARGUMENTS parse, query_string, cursor_options, bound_params
+#endif
+
+// The type a syscache invalidation callback receives the cache's id as: an enum from 19 on.
+#if PG_VERSION_NUM >= 190000
+using SnowflakeSyscacheId = SysCacheIdentifier;
+#else
+using SnowflakeSyscacheId = int;
+#endif

@@ -88,7 +88,7 @@ enum class ExtensionPresence : uint8_t { kUnknown, kAbsent, kPresent };
 ExtensionPresence extension_presence = ExtensionPresence::kUnknown;
 
 // Any change to pg_proc may have dropped or replaced one of the functions: look them up again.
-void forget_extension_functions(Datum, int, uint32) {
+void forget_extension_functions(Datum, SnowflakeSyscacheId, uint32) {
     known_functions = ExtensionFunctions();
     extension_presence = ExtensionPresence::kUnknown;
 }
@@ -346,17 +346,15 @@ bool add_to_every_query(Node *node, void *context) {
 
 // The conditions are added before the standard planner runs, so that index paths and partition
 // pruning see them like any other.
-PlannedStmt *plan_with_time_predicates(Query *parse, const char *query_string, int cursor_options,
-                                       ParamListInfo bound_params) {
+PlannedStmt *plan_with_time_predicates(SNOWFLAKE_PLANNER_PARAMETERS) {
     RewriteContext context;
     if (snowflake_time_predicates_setting && parse->commandType != CMD_UTILITY &&
         extension_installed()) {
         add_to_every_query(reinterpret_cast<Node *>(parse), &context);
     }
-    PlannedStmt *plan =
-        previous_planner_hook != nullptr
-            ? previous_planner_hook(parse, query_string, cursor_options, bound_params)
-            : standard_planner(parse, query_string, cursor_options, bound_params);
+    PlannedStmt *plan = previous_planner_hook != nullptr
+                            ? previous_planner_hook(SNOWFLAKE_PLANNER_ARGUMENTS)
+                            : standard_planner(SNOWFLAKE_PLANNER_ARGUMENTS);
     if (context.depends_on_role) {
         plan->dependsOnRole = true;
     }

@@ -24,13 +24,16 @@ sub have_libfaketime {
     return 0;
 }
 
-# A new server with the extension preloaded and the given node ids; not started.
+# A new server with the extension preloaded and the given node ids; not started. With
+# install_path it runs another installed PostgreSQL; init_options go on to its initdb.
 sub snowflake_node {
     my ($name, %options) = @_;
-    my $node = PostgreSQL::Test::Cluster->new($name);
+    my $node = PostgreSQL::Test::Cluster->new($name,
+        $options{install_path} ? (install_path => $options{install_path}) : ());
     $node->init(
         allows_streaming => $options{allows_streaming} // 0,
-        has_archiving => $options{has_archiving} // 0);
+        has_archiving => $options{has_archiving} // 0,
+        %{ $options{init_options} // {} });
     my $datacenter = $options{datacenter_id} // 1;
     my $machine = $options{machine_id} // 1;
     $node->append_conf('postgresql.conf', qq(

@@ -82,7 +82,9 @@ push @writers, [ $coordinator,
     "INSERT INTO events (shard, origin) SELECT 1 + n % 3, 'coordinator' FROM generate_series(1, 60000) AS n" ];
 my @sessions = map { start_statement($_->[0], 'postgres', $_->[1]) } @writers;
 finish_statement($_) for @sessions;
-pass('every writer finished');
+is(join(',', map { $_->safe_psql('postgres', "SELECT count(*) FROM events WHERE origin = 'direct'") }
+        @shards),
+    '80000,80000,80000', 'every shard holds all the rows written to it directly');
 
 my $total = 0;
 $total += $_->safe_psql('postgres', 'SELECT count(*) FROM events') for @shards;

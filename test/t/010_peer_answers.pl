@@ -28,15 +28,26 @@ sub read_exactly {
     return $data;
 }
 
-# Serves one connection: authentication without a password, then the given number of rows of
-# $columns text columns for every query (the given values, \N for NULL, or 1 in each), until the
-# client says goodbye.
+# Serves one connection: protocol 3.0, authentication without a password, then the given number
+# of rows of $columns text columns for every query (the given values, \N for NULL, or 1 in each),
+# until the client says goodbye. A client that asks for a later minor version or for protocol
+# options (_pq_.*) is told, as a real server tells it, that this server speaks 3.0 without them:
+# PostgreSQL 19's libpq asks for an unassigned version on purpose and drops a server that accepts.
 sub serve_connection {
     my ($socket, $rows, $columns, @values) = @_;
     my $startup_size = unpack('N', read_exactly($socket, 4));
-    read_exactly($socket, $startup_size - 4);
+    my ($version, $parameters) = unpack('N a*', read_exactly($socket, $startup_size - 4));
+    my %parameters = split /\0/, $parameters;
+    my @unknown_options = sort grep { /^_pq_\./ } keys %parameters;
+    # The version offered back is whole, major in the upper 16 bits (as the server sends it).
+    my $negotiation =
+      ($version & 0xFFFF) > 0 || @unknown_options
+      ? message('v',
+        pack('NN', 3 << 16, scalar @unknown_options) . join '', map { "$_\0" } @unknown_options)
+      : '';
     syswrite($socket,
-        message('R', pack('N', 0))
+        $negotiation
+          . message('R', pack('N', 0))
           . message('K', pack('NN', 4242, 1))
           . message('Z', 'I'));
     while (1) {
