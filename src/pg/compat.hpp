@@ -9,6 +9,7 @@ extern "C" {
 #include "miscadmin.h"
 #include "replication/syncrep.h"
 #include "replication/walsender_private.h"
+#include "storage/latch.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
 }
@@ -63,4 +64,14 @@ inline bool snowflake_may_execute(Oid function) {
 inline XLogRecPtr snowflake_synchronous_standbys_flushed_lsn() {
     const volatile WalSndCtlData *control = WalSndCtl;
     return control->lsn[SYNC_REP_WAIT_FLUSH];
+}
+
+// A wait event set that no resource owner tracks: the caller frees it however it ends.
+// PostgreSQL 17 takes a resource owner where 15 and 16 take a memory context.
+inline WaitEventSet *snowflake_create_wait_event_set(int events) {
+#if PG_VERSION_NUM >= 170000
+    return CreateWaitEventSet(nullptr, events);
+#else
+    return CreateWaitEventSet(CurrentMemoryContext, events);
+#endif
 }
