@@ -229,8 +229,8 @@ bool advance(PeerQuestion *question) {
             return flush_query(question);
         case PeerQuestionState::kReceiving:
             break;
-        case PeerQuestionState::kDone:
-            return true;
+        case PeerQuestionState::kDone:  // never waited on
+            return false;
     }
     if (PQconsumeInput(connection) == 0) {
         fail(answer, psprintf("unreachable: %s", pchomp(PQerrorMessage(connection))));
@@ -254,7 +254,8 @@ bool advance(PeerQuestion *question) {
 }
 
 // Waits until a socket is ready, the earliest deadline passes or the latch is set, then moves on
-// every question whose socket is ready. The set is freed before anything can raise an error.
+// every question whose socket is ready. The set is freed before the ready questions are moved
+// on; if building it fails, the caller frees it through *set.
 void wait_and_advance(PeerQuestion *questions, int count, int waiting, TimestampTz earliest,
                       WaitEvent *occurred, WaitEventSet *volatile *set, PeerAnswered on_answer,
                       void *context) {

@@ -3,7 +3,8 @@
 # silent; with snowflake.on_duplicate_node = refuse a newly started server issues no id before its
 # first round has ended, and that wait obeys statement_timeout; an answer that shows a live
 # duplicate fences at once, mid-round. So a clone started beside its original, both generating,
-# issues no id the original issued.
+# issues no id the original issued. A worker that is not running makes nextval refuse, not wait
+# forever.
 use strict;
 use warnings;
 use IO::Socket::INET;
@@ -35,17 +36,22 @@ snowflake.fleet = '$list'
 snowflake.on_duplicate_node = refuse
 ));
 $original->start;
-$original->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+$original->safe_psql('postgres', 'CREATE EXTENSION snowflake; CREATE ROLE plain');
 $original->safe_psql('postgres', 'CREATE TABLE original_ids (id bigint); CREATE TABLE clone_ids (id bigint)');
 $original->backup('clone_backup');
 
-# A fresh start: the first round has not ended, so nextval waits, and statement_timeout ends the
-# wait.
+# A fresh start: the first round has not ended, so nextval waits, and a plain role's own
+# statement_timeout ends the wait.
 $original->restart;
 my ($ret, $stdout, $stderr) = $original->psql('postgres',
-    "SET statement_timeout = '300ms'; SELECT snowflake_nextval()");
+    "SET ROLE plain; SET statement_timeout = '300ms'; SELECT snowflake_nextval()");
 like($stderr, qr/canceling statement due to statement timeout/,
     'before the first round has ended nextval waits, and statement_timeout ends the wait');
+# Nor can a plain role turn the guard's refusal off for its session, or read what it found.
+like(error_of($original, 'SET ROLE plain; SET snowflake.on_duplicate_node = warn'),
+    qr/55P02/, 'a plain role cannot switch on_duplicate_node in its session');
+like(error_of($original, 'SET ROLE plain; SELECT * FROM snowflake_fleet_summary()'),
+    qr/42501/, 'snowflake_fleet_summary() is not granted to PUBLIC');
 $original->poll_query_until('postgres',
     'SELECT checked_at IS NOT NULL FROM snowflake_fleet_summary()')
   or die 'the first round never ended';
@@ -111,5 +117,31 @@ like($clone->safe_psql('postgres',
     qr/holds this server's node pair \(1, 1\)/, 'the clone shows its original holding its pair');
 
 $clone->stop;
+
+# A worker that is not running does not leave nextval waiting: the guard dies at the start of
+# the first round (the postmaster starts it again after 10 s), and nextval refuses once the
+# round's time limit and a second have passed.
+sub guard_pid {
+    my ($node) = @_;
+    my $title = 'postgres: ' . $node->name . ': snowflake fleet guard';
+    my ($pid) = grep {
+        my $cmdline = eval { slurp_file("/proc/$_/cmdline") } // '';
+        index($cmdline, $title) == 0
+    } map { m{^/proc/(\d+)$} ? $1 : () } glob('/proc/[0-9]*');
+    return $pid;
+}
+$original->restart;
+my $worker = guard_pid($original) or die 'no fleet guard';
+kill 'TERM', $worker;
+my $error = error_of($original, 'SELECT snowflake_nextval()');
+like($error, qr/55000: the fleet guard's first check since the server started has not finished/,
+    'with the worker gone nextval refuses, not waits forever');
+like($error, qr/HINT:.*not running.*on_duplicate_node = warn/s, 'the hint gives the ways out');
+$original->poll_query_until('postgres',
+    'SELECT checked_at IS NOT NULL FROM snowflake_fleet_summary()')
+  or die 'the restarted worker never checked';
+is($original->safe_psql('postgres', 'SELECT snowflake_nextval() > 0'), 't',
+    'the restarted worker ends its first round, and nextval issues ids');
+
 $original->stop;
 done_testing();
