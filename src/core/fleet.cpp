@@ -69,8 +69,7 @@ void assess_fleet(const MemberAnswer *answers, int count, ThisServer self, int64
         } else if (answer.datacenter_id < 0 || answer.machine_id < 0) {
             assessment.problems |= kNodeIdsNotSet;
         }
-        if (holds_pair(answer) && answer.datacenter_id == self.datacenter_id &&
-            answer.machine_id == self.machine_id) {
+        if (member_holds_this_node(answer, self)) {
             assessment.problems |= kSameNodeAsThisServer;
         }
         for (int j = 0; j < count && assessment.same_node_as < 0; ++j) {
@@ -98,6 +97,12 @@ bool fleet_holds_this_node(const MemberAssessment *assessments, int count) noexc
         }
     }
     return false;
+}
+
+bool member_holds_this_node(const MemberAnswer &answer, ThisServer self) noexcept {
+    const bool is_self = answer.has_instance_token && answer.instance_token == self.instance_token;
+    return !is_self && holds_pair(answer) && answer.datacenter_id == self.datacenter_id &&
+           answer.machine_id == self.machine_id;
 }
 
 }  // namespace snowflake

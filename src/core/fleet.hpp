@@ -70,6 +70,11 @@ void assess_fleet(const MemberAnswer *answers, int count, ThisServer self, int64
 // Whether this server must stop generating: some member other than itself holds its pair.
 bool fleet_holds_this_node(const MemberAssessment *assessments, int count) noexcept;
 
+// Whether one member's answer alone shows another live server holding this server's pair: the
+// same as kSameNodeAsThisServer in assess_fleet, which needs no other answer, so that the guard
+// can fence as soon as that member has answered.
+bool member_holds_this_node(const MemberAnswer &answer, ThisServer self) noexcept;
+
 static_assert(std::is_trivially_destructible_v<MemberAnswer> &&
                   std::is_trivially_destructible_v<MemberAssessment> &&
                   std::is_trivially_destructible_v<FleetSplit>,

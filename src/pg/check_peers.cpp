@@ -1,11 +1,11 @@
 // snowflake_check_peers(): the start-up check of Twitter's original service, on demand. It
-// connects to each peer with libpq (one after the other, each within its own time limit), reads
+// connects to every peer with libpq (all at once, each within the time limit), reads
 // the peer's node ids and clock, and reports for every peer what is wrong, if anything: a node
 // pair that another server also uses, ids not set, the extension missing or not preloaded, no
 // answer, or a clock too far from this server's.
 //
 // Connections (peer_query.cpp). Every connection is closed before the function returns, also when
-// an error or a cancel ends it early (PG_FINALLY); every wait is cancellable.
+// an error or a cancel ends it early; every wait is cancellable.
 // Like dblink, a caller who is not a superuser must authenticate to the peer with a password, so
 // that the server's own credentials (its .pgpass, trust or peer authentication) are not lent out.
 // The error-boundary rules are stated at the top of module.cpp.
@@ -52,32 +52,6 @@ void add_problem(PeerReport *report, const char *problem) {
         appendStringInfoString(&report->problems, "; ");
     }
     appendStringInfoString(&report->problems, problem);
-}
-
-// Connects, asks, and records the answer in the report. The connection is stored in *slot as
-// soon as it exists, so that the caller closes it however this ends.
-void ask_peer(const char *conninfo, int timeout_ms, PGconn *volatile *slot, PeerReport *report) {
-    if (!superuser() && !report->gives_password) {
-        add_problem(report,
-                    "not checked: a caller who is not a superuser must give a password in the "
-                    "connection string, and no passfile");
-        return;
-    }
-    const TimestampTz deadline = GetCurrentTimestamp() + static_cast<int64>(timeout_ms) * 1000;
-    PeerAnswer *answer = &report->answer;
-    if (!snowflake_connect_to_peer(conninfo, "snowflake_check_peers", deadline, timeout_ms, slot,
-                                   answer)) {
-        add_problem(report, answer->failure);
-        return;
-    }
-    if (!superuser() && !PQconnectionUsedPassword(*slot)) {
-        add_problem(report,
-                    "not checked: a caller who is not a superuser must connect with a password");
-        return;
-    }
-    if (!snowflake_query_peer(*slot, deadline, timeout_ms, answer)) {
-        add_problem(report, answer->failure);
-    }
 }
 
 // Problems that need all answers: a node pair this server or another peer also uses, ids not
@@ -241,23 +215,30 @@ Datum snowflake_check_peers(PG_FUNCTION_ARGS) {
         conninfos[i] = TextDatumGetCString(elements[i]);
         reports[i] = new_report(conninfos[i], i + 1);
     }
-    // Whatever ends the loop (an error, a cancel), the open connection is closed.
-    PGconn *volatile connection = nullptr;
-    PG_TRY();
-    {
-        for (int i = 0; i < count; i++) {
-            ask_peer(conninfos[i], PG_GETARG_INT32(2), &connection, &reports[i]);
-            PQfinish(connection);
-            connection = nullptr;
+    // A caller who is not a superuser must give a password for a peer to be asked at all.
+    auto *questions = static_cast<PeerQuestion *>(palloc0(sizeof(PeerQuestion) * count));
+    auto *asked = static_cast<int *>(palloc0(sizeof(int) * count));
+    int asked_count = 0;
+    for (int i = 0; i < count; i++) {
+        if (!superuser() && !reports[i].gives_password) {
+            add_problem(&reports[i],
+                        "not checked: a caller who is not a superuser must give a password in the "
+                        "connection string, and no passfile");
+            continue;
+        }
+        questions[asked_count].conninfo = conninfos[i];
+        questions[asked_count].require_password = !superuser();
+        asked[asked_count++] = i;
+    }
+    snowflake_ask_peers(questions, asked_count, "snowflake_check_peers", PG_GETARG_INT32(2),
+                        nullptr, nullptr);
+    for (int q = 0; q < asked_count; q++) {
+        PeerReport *report = &reports[asked[q]];
+        report->answer = questions[q].answer;
+        if (!report->answer.answered) {
+            add_problem(report, report->answer.failure);
         }
     }
-    PG_FINALLY();
-    {
-        if (connection != nullptr) {
-            PQfinish(connection);
-        }
-    }
-    PG_END_TRY();
     add_fleet_problems(reports, count, PG_GETARG_INT32(1));
     emit_reports(fcinfo, reports, count);
     return static_cast<Datum>(0);

@@ -9,6 +9,7 @@ extern "C" {
 #include "miscadmin.h"
 #include "replication/syncrep.h"
 #include "replication/walsender_private.h"
+#include "storage/latch.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/syscache.h"
@@ -92,3 +93,13 @@ using SnowflakeSyscacheId = SysCacheIdentifier;
 #else
 using SnowflakeSyscacheId = int;
 #endif
+
+// A wait event set that no resource owner tracks: the caller frees it however it ends.
+// PostgreSQL 17 takes a resource owner where 15 and 16 take a memory context.
+inline WaitEventSet *snowflake_create_wait_event_set(int events) {
+#if PG_VERSION_NUM >= 170000
+    return CreateWaitEventSet(nullptr, events);
+#else
+    return CreateWaitEventSet(CurrentMemoryContext, events);
+#endif
+}

@@ -1,20 +1,26 @@
 // The fleet guard: a background worker that checks, every snowflake.fleet_check_interval, every
-// server listed in snowflake.fleet (README "Fleet guard"). It asks each one, one after the other
-// and each within its own time limit, for its node pair, clock and instance token
-// (peer_query.cpp); recognises this server by the token that the postmaster drew at start, which
-// a clone or a restored backup therefore does not share; and keeps the results in shared memory
-// for snowflake_fleet_status() and snowflake_fleet_summary(). With snowflake.on_duplicate_node =
-// refuse, a live member holding this server's pair makes snowflake_nextval() refuse until a
-// check no longer finds it; no other problem ever stops generation.
+// server listed in snowflake.fleet (README "Fleet guard"). It asks them all at once, each within
+// the time limit, for its node pair, clock and instance token (peer_query.cpp), so that a round
+// takes one member's time limit however many never answer; recognises this server by the token
+// that the postmaster drew at start, which a clone or a restored backup therefore does not share;
+// and keeps the results in shared memory for snowflake_fleet_status() and
+// snowflake_fleet_summary(). With snowflake.on_duplicate_node = refuse, a live member holding this
+// server's pair makes snowflake_nextval() refuse from the moment its answer comes, mid-round,
+// until a whole round no longer finds it; and a newly started server issues no id before its
+// first round has ended (snowflake_wait_for_first_fleet_check). No other problem ever stops
+// generation.
 //
 // Concurrency. Only the worker writes the results, under the "snowflake fleet" LWLock, which the
 // SQL functions take shared; snowflake_nextval() reads only the fence word (fenced_node_bits in
 // SnowflakeShared), with no lock. The word says which pair a live duplicate holds, whatever
 // snowflake.on_duplicate_node says; each backend decides by its own value of that setting, so
 // that a reload from one mode to the other takes effect at once. The worker never holds the lock
-// while it connects. Problems are logged when they appear, change or clear, not at every check: the
-// worker keeps what it last logged in its own memory, so a restarted worker logs the standing ones
-// once more. The error-boundary rules are stated at the top of module.cpp.
+// while it connects; it sets first_check_done once, after its first whole round since the
+// server started, and wakes the backends that wait for it through first_check_cv. A worker that
+// dies and is started again leaves all of it as the last round (or the fence, mid-round) set it.
+// Problems are logged when they appear, change or clear, not at every check: the worker keeps what
+// it last logged in its own memory, so a restarted worker logs the standing ones once more. The
+// error-boundary rules are stated at the top of module.cpp.
 
 #include <cinttypes>
 
@@ -30,6 +36,7 @@ extern "C" {
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
+#include "storage/condition_variable.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
@@ -61,6 +68,9 @@ constexpr size_t kMemberTextBytes = 256;
 constexpr size_t kProblemTextBytes = 512;
 // The longest a member may take to answer, unless the interval is shorter.
 constexpr int kMemberTimeoutMs = 5000;
+// What a round may take beyond its members' time limit (the worker's own start, starting the
+// connections, the assessment) before a backend that waits for the first one gives up.
+constexpr int kRoundOverheadMs = 1000;
 
 // One member as the last check found it.
 struct MemberStatus {
@@ -77,6 +87,12 @@ struct MemberStatus {
 struct FleetShared {
     LWLock *lock;
     uint64_t instance_token;
+    // Set once, when the first round since the server started has ended; never cleared.
+    std::atomic<bool> first_check_done;
+    // When the worker began its latest round, or 0.
+    std::atomic<int64_t> round_started_at;
+    // Broadcast at every publication: a backend waits on it for the first round.
+    ConditionVariable first_check_cv;
     // The rest under lock. checked_at is 0 until a check completes, and again when the guard is
     // turned off.
     TimestampTz checked_at;
@@ -138,22 +154,6 @@ const char *problem_text(const MemberStatus &status, const snowflake::MemberAsse
                      status.clock_offset_ms, snowflake_max_clock_offset_setting));
     }
     return text.data;
-}
-
-// Asks one member; the connection is closed however this ends.
-void ask_member(const char *conninfo, int timeout_ms, PeerAnswer *answer) {
-    const TimestampTz deadline = GetCurrentTimestamp() + static_cast<int64>(timeout_ms) * 1000;
-    PGconn *volatile connection = nullptr;
-    PG_TRY();
-    {
-        if (snowflake_connect_to_peer(conninfo, "snowflake fleet guard", deadline, timeout_ms,
-                                      &connection, answer)) {
-            snowflake_query_peer(connection, deadline, timeout_ms, answer);
-        }
-    }
-    PG_FINALLY();
-    { PQfinish(connection); }
-    PG_END_TRY();
 }
 
 // The answer in the core's terms.
@@ -227,7 +227,8 @@ void log_changes(const MemberStatus *statuses, int count, bool fenced, const cha
     }
 }
 
-// Publishes a check's results and sets or clears the fence word.
+// Publishes a check's results and sets or clears the fence word; a whole round (checked_at not
+// 0) is the first one if none has ended before. Wakes whoever waits for the first round.
 void publish(const MemberStatus *statuses, int count, TimestampTz checked_at, bool fenced,
              int64_t node_bits, const char *holder) {
     LWLockAcquire(fleet_shared->lock, LW_EXCLUSIVE);
@@ -238,7 +239,46 @@ void publish(const MemberStatus *statuses, int count, TimestampTz checked_at, bo
     }
     strlcpy(fleet_shared->node_holder, fenced ? holder : "", kMemberTextBytes);
     snowflake_shared->fenced_node_bits.store(fenced ? node_bits : -1, std::memory_order_release);
+    if (checked_at != 0) {
+        fleet_shared->first_check_done.store(true, std::memory_order_release);
+    }
     LWLockRelease(fleet_shared->lock);
+    ConditionVariableBroadcast(&fleet_shared->first_check_cv);
+}
+
+// The longest the worker waits for one member's answer.
+int member_time_limit_ms() {
+    return Min(kMemberTimeoutMs, snowflake_fleet_check_interval_setting * 1000);
+}
+
+// Whether this process's settings turn the guard on.
+bool guard_is_on() {
+    return snowflake_fleet_check_interval_setting > 0 && snowflake_fleet_setting != nullptr &&
+           snowflake_fleet_setting[0] != '\0';
+}
+
+// What the fence needs to know while a round runs.
+struct RoundContext {
+    snowflake::ThisServer self;
+    bool node_valid;  // a pair that is not set holds nothing, and is never fenced
+    int64_t node_bits;
+    const MemberStatus *statuses;  // for the member's text
+};
+
+// Called as each member answers: one that holds this server's pair fences it at once, before
+// the slower members have answered or timed out. Only a whole round lifts the fence (publish).
+void fence_on_duplicate(int index, const PeerAnswer &answer, void *context) {
+    const auto *round = static_cast<const RoundContext *>(context);
+    if (!round->node_valid || !answer.answered ||
+        !snowflake::member_holds_this_node(member_answer(answer), round->self) ||
+        snowflake_shared->fenced_node_bits.load(std::memory_order_relaxed) == round->node_bits) {
+        return;
+    }
+    LWLockAcquire(fleet_shared->lock, LW_EXCLUSIVE);
+    strlcpy(fleet_shared->node_holder, round->statuses[index].member, kMemberTextBytes);
+    snowflake_shared->fenced_node_bits.store(round->node_bits, std::memory_order_release);
+    LWLockRelease(fleet_shared->lock);
+    ConditionVariableBroadcast(&fleet_shared->first_check_cv);
 }
 
 // One check of every member.
@@ -247,13 +287,14 @@ void check_fleet() {
     snowflake::FleetSpan spans[snowflake::kMaxFleetMembers];
     const snowflake::FleetSplit split = snowflake::split_fleet_list(list, spans);
     const int count = split.count;
-    const int timeout_ms = Min(kMemberTimeoutMs, snowflake_fleet_check_interval_setting * 1000);
-    auto *answers = static_cast<PeerAnswer *>(palloc0(sizeof(PeerAnswer) * Max(count, 1)));
+    fleet_shared->round_started_at.store(GetCurrentTimestamp(), std::memory_order_relaxed);
+    auto *questions = static_cast<PeerQuestion *>(palloc0(sizeof(PeerQuestion) * Max(count, 1)));
     auto *members = static_cast<snowflake::MemberAnswer *>(
         palloc0(sizeof(snowflake::MemberAnswer) * Max(count, 1)));
     auto *statuses = static_cast<MemberStatus *>(palloc0(sizeof(MemberStatus) * Max(count, 1)));
     for (int i = 0; i < count; i++) {
         const char *conninfo = pnstrdup(list + spans[i].begin, spans[i].length);
+        questions[i].conninfo = conninfo;
         char *parse_error = nullptr;
         PQconninfoOption *options = PQconninfoParse(conninfo, &parse_error);
         // The setting's check accepted every member, so the string parses.
@@ -262,12 +303,21 @@ void check_fleet() {
             options != nullptr ? snowflake_displayable_conninfo(options) : "(unparsable)");
         PQconninfoFree(options);
         PQfreemem(parse_error);
-        ask_member(conninfo, timeout_ms, &answers[i]);
-        members[i] = member_answer(answers[i]);
     }
     const snowflake::ThisServer self{fleet_shared->instance_token,
                                      static_cast<int32_t>(snowflake_datacenter_id_setting),
                                      static_cast<int32_t>(snowflake_machine_id_setting)};
+    // A pair that is not set holds nothing, so the node is valid whenever the fleet holds it.
+    const snowflake::NodeResult node =
+        snowflake::make_node(snowflake_datacenter_id_setting, snowflake_machine_id_setting);
+    RoundContext round{self, node.status == snowflake::CodecStatus::kOk, node.node.bits, statuses};
+    snowflake_ask_peers(questions, count, "snowflake fleet guard", member_time_limit_ms(),
+                        fence_on_duplicate, &round);
+    auto *answers = static_cast<PeerAnswer *>(palloc0(sizeof(PeerAnswer) * Max(count, 1)));
+    for (int i = 0; i < count; i++) {
+        answers[i] = questions[i].answer;
+        members[i] = member_answer(answers[i]);
+    }
     auto *assessments = static_cast<snowflake::MemberAssessment *>(
         palloc0(sizeof(snowflake::MemberAssessment) * Max(count, 1)));
     snowflake::assess_fleet(members, count, self, snowflake_max_clock_offset_setting, assessments);
@@ -286,11 +336,7 @@ void check_fleet() {
             holder = status.member;
         }
     }
-    // A pair that is not set holds nothing, so the node is valid whenever the fleet holds it.
-    const snowflake::NodeResult node =
-        snowflake::make_node(snowflake_datacenter_id_setting, snowflake_machine_id_setting);
-    const bool fenced = snowflake::fleet_holds_this_node(assessments, count) &&
-                        node.status == snowflake::CodecStatus::kOk;
+    const bool fenced = snowflake::fleet_holds_this_node(assessments, count) && round.node_valid;
     publish(statuses, count, GetCurrentTimestamp(), fenced, node.node.bits, holder);
     log_changes(statuses, count, fenced, holder);
 }
@@ -328,7 +374,8 @@ void snowflake_attach_fleet_memory() {
     void *memory = ShmemInitStruct("snowflake fleet", sizeof(FleetShared), &found);
     fleet_shared = static_cast<FleetShared *>(memory);
     if (!found) {
-        memset(memory, 0, sizeof(FleetShared));
+        new (memory) FleetShared();
+        ConditionVariableInit(&fleet_shared->first_check_cv);
         fleet_shared->lock = &GetNamedLWLockTranche("snowflake fleet")[0].lock;
         // A clone or a restored copy draws its own at its start, which is what tells it apart.
         uint64_t token = 0;
@@ -430,6 +477,56 @@ void snowflake_report_node_held(int datacenter_id, int machine_id) {
     pg_unreachable();
 }
 
+bool snowflake_first_fleet_check_seen = false;
+
+void snowflake_wait_for_first_fleet_check(SnowflakeShared *shared, int64_t node_bits) {
+    if (fleet_shared == nullptr || fleet_shared->first_check_done.load(std::memory_order_acquire)) {
+        snowflake_first_fleet_check_seen = true;
+        return;
+    }
+    if (!guard_is_on() || snowflake_on_duplicate_node_setting != kFleetDuplicateRefuse) {
+        return;
+    }
+    // Long enough for a round that starts now, or that started a moment ago; a worker that is
+    // not running (dead and waiting to be started again) makes this refuse, not wait forever.
+    const TimestampTz called_at = GetCurrentTimestamp();
+    const int64 allowed_us = static_cast<int64>(member_time_limit_ms() + kRoundOverheadMs) * 1000;
+    ConditionVariablePrepareToSleep(&fleet_shared->first_check_cv);
+    for (;;) {
+        if (fleet_shared->first_check_done.load(std::memory_order_acquire)) {
+            snowflake_first_fleet_check_seen = true;
+            break;
+        }
+        if (shared->fenced_node_bits.load(std::memory_order_acquire) == node_bits) {
+            break;
+        }
+        const TimestampTz started_at =
+            fleet_shared->round_started_at.load(std::memory_order_relaxed);
+        const TimestampTz deadline = Max(called_at, started_at) + allowed_us;
+        const long remaining_ms =
+            static_cast<long>((deadline - GetCurrentTimestamp() + 999) / 1000);
+        if (remaining_ms <= 0) {
+            ConditionVariableCancelSleep();
+            ereport(ERROR,
+                    (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                     errmsg("the fleet guard's first check since the server started has not "
+                            "finished"),
+                     errdetail("With snowflake.on_duplicate_node = refuse this server issues no "
+                               "id until the fleet guard has heard from every member of "
+                               "snowflake.fleet or given up on it; this call waited %d ms.",
+                               static_cast<int>((GetCurrentTimestamp() - called_at) / 1000)),
+                     errhint("Try again in a moment. If this persists, the server log says why "
+                             "the \"snowflake fleet guard\" worker is not running; to generate "
+                             "without waiting, set snowflake.on_duplicate_node = warn and "
+                             "reload.")));
+        }
+        // Wakes at every publication; ends, like any wait, on a cancel or statement_timeout.
+        (void)ConditionVariableTimedSleep(&fleet_shared->first_check_cv, remaining_ms,
+                                          PG_WAIT_EXTENSION);
+    }
+    ConditionVariableCancelSleep();
+}
+
 // The worker: checks, then sleeps for the interval; a reload is applied before the next check,
 // and a shutdown request ends a check or a sleep at once.
 void snowflake_fleet_guard_main(Datum) {
@@ -438,16 +535,15 @@ void snowflake_fleet_guard_main(Datum) {
     BackgroundWorkerUnblockSignals();
     MemoryContext check_context =
         AllocSetContextCreate(TopMemoryContext, "snowflake fleet guard", ALLOCSET_DEFAULT_SIZES);
-    // What a worker that crashed may have left is not trusted.
-    clear_results();
+    // What a worker that died left stands until this one's first round replaces it: lifting a
+    // fence before a whole round would let a live duplicate generate.
     for (;;) {
         CHECK_FOR_INTERRUPTS();
         if (ConfigReloadPending) {
             ConfigReloadPending = false;
             ProcessConfigFile(PGC_SIGHUP);
         }
-        const bool on = snowflake_fleet_check_interval_setting > 0 &&
-                        snowflake_fleet_setting != nullptr && snowflake_fleet_setting[0] != '\0';
+        const bool on = guard_is_on();
         MemoryContext caller_context = MemoryContextSwitchTo(check_context);
         if (on) {
             check_fleet();
@@ -532,7 +628,7 @@ Datum snowflake_fleet_summary(PG_FUNCTION_ARGS) {
     const snowflake::NodeResult node =
         snowflake::make_node(snowflake_datacenter_id_setting, snowflake_machine_id_setting);
     const bool refusing = node.status == snowflake::CodecStatus::kOk &&
-                          snowflake_node_refused(snowflake_shared, node.node.bits);
+                          snowflake_node_fenced(snowflake_shared, node.node.bits);
     LWLockRelease(fleet_shared->lock);
     constexpr int kSummaryColumnCount = 4;
     Datum values[kSummaryColumnCount];

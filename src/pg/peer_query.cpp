@@ -1,6 +1,12 @@
-// Asking another server for its node ids, clock and instance token (peer_query.hpp). Waits go
-// through WaitLatchOrSocket, so a cancel or a shutdown ends them; a host name is looked up by
-// libpq itself, synchronously, so only addresses are bounded by the time limit. The
+// Asking other servers for their node ids, clock and instance token (peer_query.hpp), all at
+// once: every connection is started, then one wait event set over their sockets and the latch
+// waits for whichever is ready, so a round takes as long as its slowest member, at most the time
+// limit, however many never answer. The set is built anew for each wait, since libpq may change
+// a connection's socket while it connects (another address, or a retry without SSL). A set latch
+// ends the wait (a cancel or a shutdown takes effect at once), postmaster death exits. A host
+// name is looked up by libpq itself, synchronously, when its connection is started, so only
+// addresses are bounded by the time limit. Each open connection is counted with
+// AcquireExternalFD(), as PostgreSQL asks of descriptors it does not open itself. The
 // error-boundary rules are stated at the top of module.cpp.
 
 extern "C" {
@@ -10,10 +16,12 @@ extern "C" {
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "storage/fd.h"
 #include "storage/latch.h"
 #include "utils/timestamp.h"
 }
 
+#include "pg/compat.hpp"
 #include "pg/peer_query.hpp"
 
 namespace {
@@ -46,29 +54,6 @@ enum PeerColumn {
     kToken,
     kCount
 };
-
-// Waits until the connection's socket is ready for the given events, or the deadline passes
-// (false). A set latch (a cancel, a shutdown request, a reload) is served on the way. libpq is
-// called only once the socket is ready: PQconnectPoll on a socket whose connect is still under
-// way takes it for connected and then blocks, without any time limit, in its first send.
-bool wait_for_socket(PGconn *connection, int events, TimestampTz deadline) {
-    for (;;) {
-        const long remaining_ms = (deadline - GetCurrentTimestamp()) / 1000;
-        if (remaining_ms <= 0) {
-            return false;
-        }
-        const int occurred =
-            WaitLatchOrSocket(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH | events,
-                              PQsocket(connection), remaining_ms, PG_WAIT_EXTENSION);
-        if (occurred & WL_LATCH_SET) {
-            ResetLatch(MyLatch);
-            CHECK_FOR_INTERRUPTS();
-        }
-        if (occurred & events) {
-            return true;
-        }
-    }
-}
 
 // Records why there is no answer.
 bool fail(PeerAnswer *answer, const char *failure) {
@@ -139,6 +124,207 @@ void read_answer(const PGresult *result, TimestampTz sent_us, TimestampTz receiv
     }
 }
 
+// Closes the question's connection, if it has one, and gives its descriptor back.
+void close_connection(PeerQuestion *question) {
+    if (question->connection != nullptr) {
+        PQfinish(question->connection);
+        question->connection = nullptr;
+    }
+    if (question->holds_external_fd) {
+        ReleaseExternalFD();
+        question->holds_external_fd = false;
+    }
+}
+
+// Ends a question, answered or not: its connection is closed at once, so that a round holds no
+// descriptor longer than it must, and the caller hears of it while the others still run.
+void finish(PeerQuestion *questions, int index, PeerAnswered on_answer, void *context) {
+    close_connection(&questions[index]);
+    questions[index].state = PeerQuestionState::kDone;
+    if (on_answer != nullptr) {
+        on_answer(index, questions[index].answer, context);
+    }
+}
+
+// Starts the connection; false, with the failure recorded, when it cannot even start. libpq is
+// first polled once the socket is writable, as its documentation says: PQconnectPoll on a socket
+// whose connect is still under way takes it for connected and then blocks, without any time
+// limit, in its first send.
+bool start_connection(PeerQuestion *question, const char *application_name, TimestampTz deadline) {
+    question->deadline = deadline;
+    if (!AcquireExternalFD()) {
+        return fail(&question->answer,
+                    "not asked: this server has no file descriptor to spare for the connection "
+                    "(see max_files_per_process)");
+    }
+    question->holds_external_fd = true;
+    const char *keywords[] = {"dbname", "fallback_application_name", nullptr};
+    const char *values[] = {question->conninfo, application_name, nullptr};
+    question->connection = PQconnectStartParams(keywords, values, 1);
+    if (question->connection == nullptr) {
+        ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+    }
+    if (PQstatus(question->connection) == CONNECTION_BAD) {
+        return fail(&question->answer,
+                    psprintf("unreachable: %s", pchomp(PQerrorMessage(question->connection))));
+    }
+    question->state = PeerQuestionState::kConnecting;
+    question->wait_events = WL_SOCKET_WRITEABLE;
+    return true;
+}
+
+// Sends what libpq still holds of the query; then the question waits for the answer. True when
+// that failed.
+bool flush_query(PeerQuestion *question) {
+    const int flushed = PQflush(question->connection);
+    if (flushed < 0) {
+        fail(&question->answer,
+             psprintf("query failed: %s", pchomp(PQerrorMessage(question->connection))));
+        return true;
+    }
+    if (flushed > 0) {
+        // libpq's documentation: wait for either, since the server may be sending meanwhile.
+        question->state = PeerQuestionState::kSending;
+        question->wait_events = WL_SOCKET_READABLE | WL_SOCKET_WRITEABLE;
+        return false;
+    }
+    question->state = PeerQuestionState::kReceiving;
+    question->wait_events = WL_SOCKET_READABLE;
+    return false;
+}
+
+// Moves a question on once its socket is ready; true when it is done, answered or failed.
+bool advance(PeerQuestion *question) {
+    PGconn *connection = question->connection;
+    PeerAnswer *answer = &question->answer;
+    switch (question->state) {
+        case PeerQuestionState::kConnecting: {
+            const PostgresPollingStatusType status = PQconnectPoll(connection);
+            if (status == PGRES_POLLING_FAILED) {
+                fail(answer, psprintf("unreachable: %s", pchomp(PQerrorMessage(connection))));
+                return true;
+            }
+            if (status != PGRES_POLLING_OK) {
+                question->wait_events =
+                    status == PGRES_POLLING_READING ? WL_SOCKET_READABLE : WL_SOCKET_WRITEABLE;
+                return false;
+            }
+            if (question->require_password && !PQconnectionUsedPassword(connection)) {
+                fail(answer,
+                     "not checked: a caller who is not a superuser must connect with a password");
+                return true;
+            }
+            question->sent_at = GetCurrentTimestamp();
+            if (PQsetnonblocking(connection, 1) != 0 || PQsendQuery(connection, kPeerQuery) == 0) {
+                fail(answer, psprintf("query failed: %s", pchomp(PQerrorMessage(connection))));
+                return true;
+            }
+            return flush_query(question);
+        }
+        case PeerQuestionState::kSending:
+            if (PQconsumeInput(connection) == 0) {
+                fail(answer, psprintf("unreachable: %s", pchomp(PQerrorMessage(connection))));
+                return true;
+            }
+            return flush_query(question);
+        case PeerQuestionState::kReceiving:
+            break;
+        case PeerQuestionState::kDone:  // never waited on
+            return false;
+    }
+    if (PQconsumeInput(connection) == 0) {
+        fail(answer, psprintf("unreachable: %s", pchomp(PQerrorMessage(connection))));
+        return true;
+    }
+    if (PQisBusy(connection)) {
+        return false;
+    }
+    const TimestampTz received_at = GetCurrentTimestamp();
+    PGresult *result = PQgetResult(connection);
+    const char *failure = answer_failure(connection, result);
+    if (failure == nullptr) {
+        read_answer(result, question->sent_at, received_at, answer);
+    } else {
+        fail(answer, psprintf("query failed: %s", failure));
+    }
+    // Nothing more is read: the connection is closed next, so a server that never says it is
+    // ready again cannot hold this process.
+    PQclear(result);
+    return true;
+}
+
+// Waits until a socket is ready, the earliest deadline passes or the latch is set, then moves on
+// every question whose socket is ready. The set is freed before the ready questions are moved
+// on; if building it fails, the caller frees it through *set.
+void wait_and_advance(PeerQuestion *questions, int count, int waiting, TimestampTz earliest,
+                      WaitEvent *occurred, WaitEventSet *volatile *set, PeerAnswered on_answer,
+                      void *context) {
+    *set = snowflake_create_wait_event_set(waiting + 2);
+    AddWaitEventToSet(*set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, nullptr);
+    AddWaitEventToSet(*set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, nullptr, nullptr);
+    for (int i = 0; i < count; i++) {
+        if (questions[i].state != PeerQuestionState::kDone) {
+            AddWaitEventToSet(*set, questions[i].wait_events, PQsocket(questions[i].connection),
+                              nullptr, &questions[i]);
+        }
+    }
+    // Rounded up, so that the wait does not end just before the deadline and spin.
+    const long timeout_ms = Max((earliest - GetCurrentTimestamp() + 999) / 1000, 0);
+    const int ready = WaitEventSetWait(*set, timeout_ms, occurred, waiting + 2, PG_WAIT_EXTENSION);
+    FreeWaitEventSet(*set);
+    *set = nullptr;
+    for (int e = 0; e < ready; e++) {
+        if (occurred[e].events & WL_LATCH_SET) {
+            ResetLatch(MyLatch);
+            CHECK_FOR_INTERRUPTS();
+            continue;
+        }
+        auto *question = static_cast<PeerQuestion *>(occurred[e].user_data);
+        if (question != nullptr && (occurred[e].events & question->wait_events) != 0 &&
+            advance(question)) {
+            finish(questions, static_cast<int>(question - questions), on_answer, context);
+        }
+    }
+}
+
+// Starts every connection and drives them until each is done, closing each as it is done. A
+// function of its own, so that none of its locals lives in the frame of the caller's PG_TRY.
+pg_noinline void run_round(PeerQuestion *questions, int count, const char *application_name,
+                           int timeout_ms, PeerAnswered on_answer, void *context,
+                           WaitEventSet *volatile *set) {
+    const TimestampTz deadline = GetCurrentTimestamp() + static_cast<int64>(timeout_ms) * 1000;
+    for (int i = 0; i < count; i++) {
+        if (!start_connection(&questions[i], application_name, deadline)) {
+            finish(questions, i, on_answer, context);
+        }
+    }
+    auto *occurred = static_cast<WaitEvent *>(palloc(sizeof(WaitEvent) * (count + 2)));
+    for (;;) {
+        const TimestampTz now = GetCurrentTimestamp();
+        int waiting = 0;
+        TimestampTz earliest = 0;
+        for (int i = 0; i < count; i++) {
+            PeerQuestion *question = &questions[i];
+            if (question->state == PeerQuestionState::kDone) {
+                continue;
+            }
+            if (now >= question->deadline) {
+                fail(&question->answer, psprintf("did not answer within %d ms", timeout_ms));
+                finish(questions, i, on_answer, context);
+            } else if (PQsocket(question->connection) == PGINVALID_SOCKET) {
+                fail(&question->answer, "unreachable: libpq has no socket for it");
+                finish(questions, i, on_answer, context);
+            } else {
+                earliest = waiting++ == 0 ? question->deadline : Min(earliest, question->deadline);
+            }
+        }
+        if (waiting == 0) {
+            break;
+        }
+        wait_and_advance(questions, count, waiting, earliest, occurred, set, on_answer, context);
+    }
+}
+
 }  // namespace
 
 const char *snowflake_displayable_conninfo(PQconninfoOption *options) {
@@ -155,59 +341,21 @@ const char *snowflake_displayable_conninfo(PQconninfoOption *options) {
     return text.data;
 }
 
-bool snowflake_connect_to_peer(const char *conninfo, const char *application_name,
-                               TimestampTz deadline, int timeout_ms, PGconn *volatile *slot,
-                               PeerAnswer *answer) {
-    const char *keywords[] = {"dbname", "fallback_application_name", nullptr};
-    const char *values[] = {conninfo, application_name, nullptr};
-    PGconn *connection = PQconnectStartParams(keywords, values, 1);
-    if (connection == nullptr) {
-        ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
-    }
-    *slot = connection;
-    if (PQstatus(connection) == CONNECTION_BAD) {
-        return fail(answer, psprintf("unreachable: %s", pchomp(PQerrorMessage(connection))));
-    }
-    for (;;) {
-        const PostgresPollingStatusType status = PQconnectPoll(connection);
-        if (status == PGRES_POLLING_OK) {
-            return true;
+void snowflake_ask_peers(PeerQuestion *questions, int count, const char *application_name,
+                         int timeout_ms, PeerAnswered on_answer, void *context) {
+    WaitEventSet *volatile set = nullptr;
+    PG_TRY();
+    { run_round(questions, count, application_name, timeout_ms, on_answer, context, &set); }
+    PG_CATCH();
+    {
+        // A round that ends normally has closed every connection and freed its set.
+        if (set != nullptr) {
+            FreeWaitEventSet(set);
         }
-        if (status == PGRES_POLLING_FAILED) {
-            return fail(answer, psprintf("unreachable: %s", pchomp(PQerrorMessage(connection))));
+        for (int i = 0; i < count; i++) {
+            close_connection(&questions[i]);
         }
-        const int events =
-            status == PGRES_POLLING_READING ? WL_SOCKET_READABLE : WL_SOCKET_WRITEABLE;
-        if (!wait_for_socket(connection, events, deadline)) {
-            return fail(answer, psprintf("did not answer within %d ms", timeout_ms));
-        }
+        PG_RE_THROW();
     }
-}
-
-bool snowflake_query_peer(PGconn *connection, TimestampTz deadline, int timeout_ms,
-                          PeerAnswer *answer) {
-    const TimestampTz sent_us = GetCurrentTimestamp();
-    if (PQsendQuery(connection, kPeerQuery) == 0) {
-        return fail(answer, psprintf("query failed: %s", pchomp(PQerrorMessage(connection))));
-    }
-    while (PQisBusy(connection)) {
-        if (!wait_for_socket(connection, WL_SOCKET_READABLE, deadline)) {
-            return fail(answer, psprintf("did not answer within %d ms", timeout_ms));
-        }
-        if (PQconsumeInput(connection) == 0) {
-            return fail(answer, psprintf("unreachable: %s", pchomp(PQerrorMessage(connection))));
-        }
-    }
-    const TimestampTz received_us = GetCurrentTimestamp();
-    PGresult *result = PQgetResult(connection);
-    const char *failure = answer_failure(connection, result);
-    if (failure == nullptr) {
-        read_answer(result, sent_us, received_us, answer);
-    } else {
-        fail(answer, psprintf("query failed: %s", failure));
-    }
-    // Nothing more is read: the caller closes the connection, so a server that never says it is
-    // ready again cannot hold this process.
-    PQclear(result);
-    return failure == nullptr;
+    PG_END_TRY();
 }

@@ -1,6 +1,6 @@
-// Asking another server for its node ids, clock and instance token over libpq, within a time
-// limit and cancellably: shared by snowflake_check_peers() (check_peers.cpp) and the fleet guard
-// (fleet_guard.cpp). Include only after postgres.h: it is part of the glue.
+// Asking other servers for their node ids, clock and instance token over libpq, all at once, each
+// within a time limit, and cancellably: shared by snowflake_check_peers() (check_peers.cpp) and
+// the fleet guard (fleet_guard.cpp). Include only after postgres.h: it is part of the glue.
 #pragma once
 
 #include <cstdint>
@@ -39,13 +39,38 @@ static_assert(std::is_trivially_destructible_v<PeerAnswer>,
 // secret (password, sslpassword, and any a later libpq adds) masked.
 const char *snowflake_displayable_conninfo(PQconninfoOption *options);
 
-// Starts a connection and drives it until it is up or the deadline passes; the connection is
-// stored in *slot as soon as it exists, so that the caller closes it however this ends. False,
-// with answer->failure set, when it is not up.
-bool snowflake_connect_to_peer(const char *conninfo, const char *application_name,
-                               TimestampTz deadline, int timeout_ms, PGconn *volatile *slot,
-                               PeerAnswer *answer);
+// Where a question stands while its round runs.
+enum class PeerQuestionState : uint8_t {
+    kConnecting,  // libpq is setting the connection up
+    kSending,     // the query is sent, part of it still in libpq's buffer
+    kReceiving,   // waiting for the answer
+    kDone,        // answered or failed, and the connection closed
+};
 
-// Asks a connected server for its node ids, clock, token and state, and records the answer.
-bool snowflake_query_peer(PGconn *connection, TimestampTz deadline, int timeout_ms,
-                          PeerAnswer *answer);
+// One server to ask in a round, and what it said. Only conninfo and require_password are set by
+// the caller (the rest zeroed); the others are the round's.
+struct PeerQuestion {
+    const char *conninfo;
+    // Only an answer over a connection that used a password counts (a caller who is not a
+    // superuser may not lend out the server's own credentials).
+    bool require_password;
+    PeerAnswer answer;
+    PeerQuestionState state;
+    PGconn *connection;
+    bool holds_external_fd;  // counted with AcquireExternalFD()
+    int wait_events;         // WL_SOCKET_* that the connection waits for
+    TimestampTz deadline;
+    TimestampTz sent_at;
+};
+
+static_assert(std::is_trivially_destructible_v<PeerQuestion>,
+              "questions live across ereport calls and must own nothing");
+
+// Called as soon as one question is done, answered or not, while the others still run.
+using PeerAnswered = void (*)(int index, const PeerAnswer &answer, void *context);
+
+// Asks every server at once, each within timeout_ms of the round's start, and returns when all
+// have answered, failed or timed out. A cancel or a shutdown ends the round at once, postmaster
+// death exits; every connection is closed however the round ends. on_answer may be null.
+void snowflake_ask_peers(PeerQuestion *questions, int count, const char *application_name,
+                         int timeout_ms, PeerAnswered on_answer, void *context);

@@ -177,7 +177,7 @@ void check_generator(Input &input) {
 
 // The fleet list splits into spans inside the text that hold no separator and no surrounding
 // space, in order; the members' answers never make a member without a pair a duplicate, and this
-// server is fenced exactly when a member holds its pair.
+// server is fenced exactly when a member holds its pair, which that member's answer alone shows.
 void check_fleet(Input &input) {
     char list[400];
     const size_t size = input.take<uint8_t>() % (sizeof(list) - 1);
@@ -227,6 +227,7 @@ void check_fleet(Input &input) {
         const bool holds_ours =
             !is_self && holds && answer.datacenter_id == 1 && answer.machine_id == 1;
         require(((assessments[i].problems & kSameNodeAsThisServer) != 0) == holds_ours);
+        require(member_holds_this_node(answer, self) == holds_ours);
         require(!answer.answered == ((assessments[i].problems & kUnreachable) != 0));
         held = held || holds_ours;
     }

@@ -133,5 +133,26 @@ TEST(FleetAssessTest, UnsetOwnIdsAreNeverDuplicated) {
     EXPECT_EQ(assessments[1].problems, 0u);
 }
 
+// One answer alone says whether that member holds this server's pair, as the whole assessment
+// does: the guard fences on it before the other members have answered.
+TEST(FleetAssessTest, OneAnswerShowsADuplicateBeforeTheOthers) {
+    MemberAnswer standby = answer(1, 1, 77);
+    standby.in_recovery = true;
+    MemberAnswer old_library = answer(1, 1, kOwnToken);
+    old_library.has_instance_token = false;
+    const MemberAnswer answers[] = {
+        MemberAnswer{}, answer(1, 1, kOwnToken), answer(1, 1, 99), answer(1, 2), standby,
+        old_library,    answer(-1, -1)};
+    constexpr int kCount = sizeof(answers) / sizeof(answers[0]);
+    MemberAssessment assessments[kCount];
+    assess_fleet(answers, kCount, kThisServer, kMaxOffsetMs, assessments);
+    const bool expected[kCount] = {false, false, true, false, false, true, false};
+    for (int i = 0; i < kCount; i++) {
+        EXPECT_EQ(member_holds_this_node(answers[i], kThisServer), expected[i]) << "member " << i;
+        EXPECT_EQ((assessments[i].problems & kSameNodeAsThisServer) != 0, expected[i])
+            << "member " << i;
+    }
+}
+
 }  // namespace
 }  // namespace snowflake
