@@ -176,9 +176,18 @@ EXECUTE signed_since('2025-12-01 00:00+00');
 ROLLBACK;
 EXECUTE signed_since('2025-12-01 00:00+00');
 SELECT signed_since_fn('2025-12-01 00:00+00');
+-- A function's SET clause: its own plan is made without the rewrite, the caller's with it after.
+CREATE FUNCTION signed_since_plain(since timestamptz) RETURNS bigint LANGUAGE plpgsql
+SET snowflake.time_predicates = off AS $$
+BEGIN
+    RETURN (SELECT count(*) FROM signed_ids WHERE snowflake_timestamp(id) >= since);
+END $$;
+SELECT signed_since_plain('2025-12-01 00:00+00');
+EXECUTE signed_since('2025-12-01 00:00+00');
+SELECT signed_since_fn('2025-12-01 00:00+00');
 RESET plan_cache_mode;
 DEALLOCATE signed_since;
-DROP FUNCTION signed_since_fn(timestamptz);
+DROP FUNCTION signed_since_fn(timestamptz), signed_since_plain(timestamptz);
 DROP TABLE signed_ids;
 
 -- Results are identical with the rewrite on and off, for every operator and boundary: exact
