@@ -71,7 +71,7 @@ END $$;
 ok(becomes_true('SELECT persisted_mark < clock_timestamp() FROM snowflake_info()', 30),
     'the stalled write keeps the mark behind the clock');
 my $writer_stalled = "SELECT state = 'active' FROM pg_stat_activity WHERE pid = $writer_pid";
-my $issued_while_stalled =
+my $issued_when_stalled =
   $node->safe_psql('postgres', 'SELECT ids_generated FROM snowflake_info()');
 
 # (a) statement_timeout ends a call waiting for the mark.
@@ -119,7 +119,7 @@ is($node->safe_psql('postgres', $writer_stalled), 't',
     'pg_terminate_backend: the writer is stalled still');
 
 is($node->safe_psql('postgres', 'SELECT ids_generated FROM snowflake_info()'),
-    $issued_while_stalled, 'no id was issued while the mark was behind the clock');
+    $issued_when_stalled, 'no id was issued while the mark was behind the clock');
 is($node->safe_psql('postgres', 'SELECT last_timestamp <= persisted_mark FROM snowflake_info()'),
     't', 'no id past the durable mark was issued');
 
