@@ -31,7 +31,7 @@ DOCS = doc/design.md doc/operations.md doc/performance.md doc/reference.md doc/s
 # pg_regress, pg_isolation_regress and prove each start their own throwaway servers.
 REGRESS = codec generate info errors time_predicates partitioning peers convert
 REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=test/snowflake.conf
-ISOLATION = interleaved_order
+ISOLATION = interleaved_order time_predicates_sessions
 ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_check_iso \
 	--temp-config=test/snowflake.conf
 TAP_TESTS = 1

@@ -149,6 +149,51 @@ SET snowflake.time_predicates = off;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM readings WHERE snowflake_timestamp(id) >= '2025-12-01 10:00+00';
 RESET snowflake.time_predicates;
 
+-- Cached plans follow the setting: a generic plan made with the rewrite is planned anew without
+-- it once the setting is off, and with it again once it is back on, as is a PL/pgSQL function's
+-- plan, and a setting undone by a rollback. Which plan ran shows in the one difference the
+-- rewrite makes (doc/reference.md "Time predicates"): the added index condition skips a negative
+-- id, which the plain plan hands to snowflake_timestamp() (22003).
+CREATE TABLE signed_ids (id bigint PRIMARY KEY);
+INSERT INTO signed_ids VALUES (-1), (snowflake_encode('2025-12-01 10:00+00'::timestamptz, 1, 1, 0));
+ANALYZE signed_ids;
+CREATE FUNCTION signed_since_fn(since timestamptz) RETURNS bigint LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN (SELECT count(*) FROM signed_ids WHERE snowflake_timestamp(id) >= since);
+END $$;
+SET plan_cache_mode = force_generic_plan;
+PREPARE signed_since(timestamptz) AS
+SELECT count(*) FROM signed_ids WHERE snowflake_timestamp(id) >= $1;
+EXPLAIN (COSTS OFF) EXECUTE signed_since('2025-12-01 00:00+00');
+EXECUTE signed_since('2025-12-01 00:00+00');
+SELECT signed_since_fn('2025-12-01 00:00+00');
+SET snowflake.time_predicates = off;
+EXPLAIN (COSTS OFF) EXECUTE signed_since('2025-12-01 00:00+00');
+EXECUTE signed_since('2025-12-01 00:00+00');
+SELECT signed_since_fn('2025-12-01 00:00+00');
+RESET snowflake.time_predicates;
+EXECUTE signed_since('2025-12-01 00:00+00');
+SELECT signed_since_fn('2025-12-01 00:00+00');
+BEGIN;
+SET LOCAL snowflake.time_predicates = off;
+EXECUTE signed_since('2025-12-01 00:00+00');
+ROLLBACK;
+EXECUTE signed_since('2025-12-01 00:00+00');
+SELECT signed_since_fn('2025-12-01 00:00+00');
+-- A function's SET clause: its own plan is made without the rewrite, the caller's with it after.
+CREATE FUNCTION signed_since_plain(since timestamptz) RETURNS bigint LANGUAGE plpgsql
+SET snowflake.time_predicates = off AS $$
+BEGIN
+    RETURN (SELECT count(*) FROM signed_ids WHERE snowflake_timestamp(id) >= since);
+END $$;
+SELECT signed_since_plain('2025-12-01 00:00+00');
+EXECUTE signed_since('2025-12-01 00:00+00');
+SELECT signed_since_fn('2025-12-01 00:00+00');
+RESET plan_cache_mode;
+DEALLOCATE signed_since;
+DROP FUNCTION signed_since_fn(timestamptz), signed_since_plain(timestamptz);
+DROP TABLE signed_ids;
+
 -- Results are identical with the rewrite on and off, for every operator and boundary: exact
 -- milliseconds, sub-millisecond instants, the epoch, before it, the last millisecond of 2080,
 -- after it, the infinities and NULL; as literals and as parameters of a generic plan. The ids

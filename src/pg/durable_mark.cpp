@@ -5,11 +5,14 @@
 // holder writes the file and the WAL record, flushes that record (so that walsenders ship it) and
 // records it as the logged mark. Publishing a logged mark as durable_mark_ms, the limit every
 // generating backend loads, happens outside the lock: at once without synchronous standbys, or
-// once they have flushed the record, so that a wait for a standby never holds the lock (whose
-// waiters could not be cancelled). Generating backends proceed without the lock while the clock
-// is below the published mark, so the fsyncs of an extension are never on the path of other
-// backends' ids. WAL replay (the startup process) and the postmaster's final write run when no
-// backend generates. The error-boundary rules are stated at the top of module.cpp.
+// once they have flushed the record, so that a wait for a standby never holds the lock. No
+// extension is waited for in LWLockAcquire, which no cancel ends: a backend that cannot issue an
+// id before the extension polls for the lock (acquire_mark_lock_unless_extended), so that a holder
+// stuck in fsync keeps no cancel, statement_timeout or termination from its waiters; the holder
+// itself answers them only once the kernel returns. Generating backends proceed without the lock
+// while the clock is below the published mark, so the fsyncs of an extension are never on the path
+// of other backends' ids. WAL replay (the startup process) and the postmaster's final write run
+// when no backend generates. The error-boundary rules are stated at the top of module.cpp.
 
 #include <cerrno>
 #include <fcntl.h>
@@ -257,6 +260,33 @@ void publish_logged_mark(SnowflakeShared *shared, bool wait) {
     raise_to(shared->durable_mark_ms, logged);
 }
 
+// The longest pause between two attempts at the mark lock.
+constexpr long kMarkLockPollMaxMs = 4;
+
+// Takes the mark lock for an extension that the caller cannot issue an id without, unless the
+// holder's extension covers now_unix_ms first (then returns false). LWLockAcquire would sleep on a
+// semaphore that no cancel, statement_timeout or termination ends, for as long as the holder's
+// fsync takes (a hung device or NFS server can keep it in the kernel for minutes); this polls
+// instead, backing off to kMarkLockPollMaxMs, and an interrupt ends the wait with an error
+// before any id under a new mark is issued.
+bool acquire_mark_lock_unless_extended(SnowflakeShared *shared, int64 now_unix_ms) {
+    long poll_ms = 1;
+    for (;;) {
+        (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, poll_ms,
+                        PG_WAIT_EXTENSION);
+        ResetLatch(MyLatch);
+        CHECK_FOR_INTERRUPTS();
+        if (!snowflake::lease_needs_extension(
+                now_unix_ms, shared->logged_mark_ms.load(std::memory_order_acquire))) {
+            return false;
+        }
+        if (LWLockConditionalAcquire(shared->mark_lock, LW_EXCLUSIVE)) {
+            return true;
+        }
+        poll_ms = Min(poll_ms * 2, kMarkLockPollMaxMs);
+    }
+}
+
 }  // namespace
 
 void snowflake_register_wal_resource_manager() {
@@ -365,10 +395,14 @@ void snowflake_require_usable_mark(const SnowflakeShared *shared) {
 void snowflake_extend_durable_mark(SnowflakeShared *shared, int64_t now_unix_ms, bool wait) {
     if (snowflake::lease_needs_extension(now_unix_ms,
                                          shared->logged_mark_ms.load(std::memory_order_acquire))) {
-        if (wait) {
-            LWLockAcquire(shared->mark_lock, LW_EXCLUSIVE);
-        } else if (!LWLockConditionalAcquire(shared->mark_lock, LW_EXCLUSIVE)) {
-            return;
+        if (!LWLockConditionalAcquire(shared->mark_lock, LW_EXCLUSIVE)) {
+            if (!wait) {
+                return;
+            }
+            if (!acquire_mark_lock_unless_extended(shared, now_unix_ms)) {
+                publish_logged_mark(shared, true);
+                return;
+            }
         }
         if (snowflake::lease_needs_extension(
                 now_unix_ms, shared->logged_mark_ms.load(std::memory_order_relaxed))) {

@@ -31,7 +31,8 @@ void snowflake_require_usable_mark(const SnowflakeShared *shared);
 
 // Moves the mark a lease past now: file, flushed WAL record, the synchronous standbys' flush,
 // then shared memory. With wait false it leaves the work to whoever already holds the lock and
-// does not wait for standbys.
+// does not wait for standbys; with wait true a cancel, statement_timeout or termination ends its
+// waits, for the lock as for the standbys, with an error.
 void snowflake_extend_durable_mark(SnowflakeShared *shared, int64_t now_unix_ms, bool wait);
 
 // Registers the WAL resource manager that carries marks to standbys.

@@ -229,7 +229,8 @@ void define_settings() {
         "snowflake.time_predicates",
         "Lets the primary key answer comparisons of snowflake_timestamp(column) with a constant.",
         "Adds the equivalent condition on the column itself; results are the same either way.",
-        &snowflake_time_predicates_setting, true, PGC_USERSET, 0, nullptr, nullptr, nullptr);
+        &snowflake_time_predicates_setting, true, PGC_USERSET, 0, nullptr,
+        snowflake_assign_time_predicates, nullptr);
     define_fleet_settings();
     MarkGUCPrefixReserved("snowflake");
 }

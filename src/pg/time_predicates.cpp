@@ -19,7 +19,9 @@
 // The added condition calls the helpers, so it is added only for a role that may run them, and a
 // plan that has one is marked as depending on the role: a cached plan (PREPARE, PL/pgSQL) run by
 // another role is planned anew for it, never failed for want of a privilege the query without
-// the condition does not need.
+// the condition does not need. A change of snowflake.time_predicates invalidates the session's
+// cached plans (snowflake_assign_time_predicates), so that none keeps a condition added, or left
+// out, under the other value.
 //
 // The error-boundary rules are stated at the top of module.cpp.
 
@@ -45,6 +47,7 @@ extern "C" {
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/plancache.h"
 #include "utils/syscache.h"
 }
 
@@ -367,4 +370,10 @@ void snowflake_install_planner_hook() {
     previous_planner_hook = planner_hook;
     planner_hook = plan_with_time_predicates;
     CacheRegisterSyscacheCallback(PROCOID, forget_extension_functions, 0);
+}
+
+void snowflake_assign_time_predicates(bool enabled, void *) {
+    if (enabled != snowflake_time_predicates_setting) {
+        ResetPlanCache();
+    }
 }

@@ -2,8 +2,11 @@
  * Storage faults for the mark file, preloaded (LD_PRELOAD) into a test server: while the file
  * named by SNOWFLAKE_FAULT_FILE holds "enospc", writes to the mark's temporary file fail as on a
  * full disk; while it holds "eio", fsyncs of the mark file and its temporary file fail as on a
- * failing device. Every other file, WAL and tables included, is left alone. Used by
- * test/t/013_storage_faults.pl.
+ * failing device; while it holds "stall", those fsyncs do not return, as on a hung device or NFS
+ * server, until it holds something else or is gone (polled every 10 ms; signals do not end the
+ * wait, as they do not end an fsync stuck in the kernel). Every other file, WAL and tables
+ * included, is left alone. Used by test/t/013_storage_faults.pl and
+ * test/t/021_stalled_mark_write.pl.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -60,9 +63,14 @@ int fsync(int fd) {
     if (real_fsync == NULL) {
         real_fsync = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
     }
-    if (is_mark_file(fd) && fault_is("eio")) {
-        errno = EIO;
-        return -1;
+    if (is_mark_file(fd)) {
+        while (fault_is("stall")) {
+            usleep(10000);
+        }
+        if (fault_is("eio")) {
+            errno = EIO;
+            return -1;
+        }
     }
     return real_fsync(fd);
 }
