@@ -27,8 +27,11 @@ extern "C" {
 #include "utils/tuplestore.h"
 
 PG_FUNCTION_INFO_V1(snowflake_check_peers);
+PG_FUNCTION_INFO_V1(snowflake_check_peers_with_fleet_rules);
 }
 
+#include "core/fleet.hpp"
+#include "pg/fleet_guard.hpp"
 #include "pg/peer_query.hpp"
 #include "pg/result_set.hpp"
 #include "pg/settings.hpp"
@@ -54,9 +57,10 @@ void add_problem(PeerReport *report, const char *problem) {
     appendStringInfoString(&report->problems, problem);
 }
 
-// Problems that need all answers: a node pair this server or another peer also uses, ids not
-// set, the library or the extension missing, a clock too far off.
-void add_fleet_problems(PeerReport *reports, int count, int max_offset_ms) {
+// The rules of versions 1.1 to 1.4, for a database whose extension is not updated yet: a pair
+// compared by value alone, so that this server listed, a standby or one server listed twice is
+// reported as a duplicate. ALTER EXTENSION snowflake UPDATE brings the fleet guard's rules.
+void add_problems_by_own_rules(PeerReport *reports, int count, int max_offset_ms) {
     for (int i = 0; i < count; i++) {
         PeerReport *report = &reports[i];
         const PeerAnswer &answer = report->answer;
@@ -87,6 +91,38 @@ void add_fleet_problems(PeerReport *reports, int count, int max_offset_ms) {
         }
         if (answer.clock_offset_ms > max_offset_ms || answer.clock_offset_ms < -max_offset_ms) {
             add_problem(report, psprintf("clock offset beyond %d ms", max_offset_ms));
+        }
+    }
+}
+
+// The fleet guard's rules (core/fleet.hpp), in its words: this server is recognised by its
+// instance token, a standby holds no pair, one server listed twice is one server. A peer that was
+// not asked already says why; the extension missing is the peer check's own problem.
+void add_problems_by_fleet_rules(PeerReport *reports, const bool *asked, int count,
+                                 int max_offset_ms) {
+    auto *members =
+        static_cast<snowflake::MemberAnswer *>(palloc0(sizeof(snowflake::MemberAnswer) * count));
+    auto *assessments = static_cast<snowflake::MemberAssessment *>(
+        palloc0(sizeof(snowflake::MemberAssessment) * count));
+    for (int i = 0; i < count; i++) {
+        members[i] = snowflake_member_answer(reports[i].answer);
+    }
+    const snowflake::ThisServer self{snowflake_own_instance_token(),
+                                     static_cast<int32_t>(snowflake_datacenter_id_setting),
+                                     static_cast<int32_t>(snowflake_machine_id_setting)};
+    snowflake::assess_fleet(members, count, self, max_offset_ms, assessments);
+    for (int i = 0; i < count; i++) {
+        PeerReport *report = &reports[i];
+        if (!asked[i]) {
+            continue;
+        }
+        const char *problems = snowflake_member_problem_text(assessments[i], report->answer,
+                                                             "max_clock_offset_ms", max_offset_ms);
+        if (problems[0] != '\0') {
+            add_problem(report, problems);
+        }
+        if (report->answer.answered && !report->answer.extension_installed) {
+            add_problem(report, "extension snowflake is not installed in that database");
         }
     }
 }
@@ -186,10 +222,11 @@ void emit_reports(FunctionCallInfo fcinfo, const PeerReport *reports, int count)
     }
 }
 
-}  // namespace
+// Which rules judge the answers: the SQL definition of each extension version names its entry.
+enum class PeerRules : uint8_t { kOwn, kFleet };
 
-// Checks that the given servers can generate alongside this one without colliding.
-Datum snowflake_check_peers(PG_FUNCTION_ARGS) {
+// Asks every peer at once and reports what is wrong with each, by the given rules.
+Datum check_peers(FunctionCallInfo fcinfo, PeerRules rules) {
     check_arguments(fcinfo);
     Datum *elements;
     bool *nulls;
@@ -217,7 +254,8 @@ Datum snowflake_check_peers(PG_FUNCTION_ARGS) {
     }
     // A caller who is not a superuser must give a password for a peer to be asked at all.
     auto *questions = static_cast<PeerQuestion *>(palloc0(sizeof(PeerQuestion) * count));
-    auto *asked = static_cast<int *>(palloc0(sizeof(int) * count));
+    auto *question_of = static_cast<int *>(palloc0(sizeof(int) * count));
+    auto *asked = static_cast<bool *>(palloc0(sizeof(bool) * count));
     int asked_count = 0;
     for (int i = 0; i < count; i++) {
         if (!superuser() && !reports[i].gives_password) {
@@ -228,18 +266,37 @@ Datum snowflake_check_peers(PG_FUNCTION_ARGS) {
         }
         questions[asked_count].conninfo = conninfos[i];
         questions[asked_count].require_password = !superuser();
-        asked[asked_count++] = i;
+        question_of[asked_count++] = i;
+        asked[i] = true;
     }
     snowflake_ask_peers(questions, asked_count, "snowflake_check_peers", PG_GETARG_INT32(2),
                         nullptr, nullptr);
     for (int q = 0; q < asked_count; q++) {
-        PeerReport *report = &reports[asked[q]];
-        report->answer = questions[q].answer;
-        if (!report->answer.answered) {
-            add_problem(report, report->answer.failure);
-        }
+        reports[question_of[q]].answer = questions[q].answer;
     }
-    add_fleet_problems(reports, count, PG_GETARG_INT32(1));
+    if (rules == PeerRules::kFleet) {
+        add_problems_by_fleet_rules(reports, asked, count, PG_GETARG_INT32(1));
+    } else {
+        for (int i = 0; i < count; i++) {
+            if (asked[i] && !reports[i].answer.answered) {
+                add_problem(&reports[i], reports[i].answer.failure);
+            }
+        }
+        add_problems_by_own_rules(reports, count, PG_GETARG_INT32(1));
+    }
     emit_reports(fcinfo, reports, count);
     return static_cast<Datum>(0);
+}
+
+}  // namespace
+
+// Checks that the given servers can generate alongside this one without colliding, by the rules
+// of versions 1.1 to 1.4.
+Datum snowflake_check_peers(PG_FUNCTION_ARGS) {
+    return check_peers(fcinfo, PeerRules::kOwn);
+}
+
+// The same check by the fleet guard's rules, from version 1.5 on.
+Datum snowflake_check_peers_with_fleet_rules(PG_FUNCTION_ARGS) {
+    return check_peers(fcinfo, PeerRules::kFleet);
 }

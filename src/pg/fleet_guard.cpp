@@ -125,51 +125,6 @@ void copy_printable(char *field, size_t field_size, const char *text) {
     field[i] = '\0';
 }
 
-// The words for a member's problems, in the order of the bits.
-const char *problem_text(const MemberStatus &status, const snowflake::MemberAssessment &assessment,
-                         const PeerAnswer &answer) {
-    StringInfoData text;
-    initStringInfo(&text);
-    auto add = [&text](const char *problem) {
-        appendStringInfo(&text, "%s%s", text.len > 0 ? "; " : "", problem);
-    };
-    if (assessment.problems & snowflake::kUnreachable) {
-        add(answer.failure != nullptr ? answer.failure : "unreachable");
-    }
-    if (assessment.problems & snowflake::kLibraryNotLoaded) {
-        add("snowflake is not in shared_preload_libraries");
-    }
-    if (assessment.problems & snowflake::kNodeIdsNotSet) {
-        add("node ids not set");
-    }
-    if (assessment.problems & snowflake::kSameNodeAsThisServer) {
-        add(psprintf("holds this server's node pair (%d, %d)", status.datacenter_id,
-                     status.machine_id));
-    }
-    if (assessment.problems & snowflake::kSameNodeAsMember) {
-        add(psprintf("same node pair as member %d", assessment.same_node_as + 1));
-    }
-    if (assessment.problems & snowflake::kClockOffset) {
-        add(psprintf("clock off by %" PRId64 " ms (snowflake.max_clock_offset is %d ms)",
-                     status.clock_offset_ms, snowflake_max_clock_offset_setting));
-    }
-    return text.data;
-}
-
-// The answer in the core's terms.
-snowflake::MemberAnswer member_answer(const PeerAnswer &answer) {
-    snowflake::MemberAnswer member{};
-    member.answered = answer.answered;
-    member.in_recovery = answer.in_recovery;
-    member.library_loaded = answer.node_ids != PeerNodeIds::kLibraryNotLoaded;
-    member.datacenter_id = member.library_loaded ? answer.datacenter_id : -1;
-    member.machine_id = member.library_loaded ? answer.machine_id : -1;
-    member.has_instance_token = answer.has_instance_token;
-    member.instance_token = answer.instance_token;
-    member.clock_offset_ms = answer.clock_offset_ms;
-    return member;
-}
-
 // Logs what changed since the last check: a member's problems appearing, changing or clearing,
 // a member with problems leaving the list, and the fence going up or down.
 void log_changes(const MemberStatus *statuses, int count, bool fenced, const char *holder) {
@@ -270,7 +225,7 @@ struct RoundContext {
 void fence_on_duplicate(int index, const PeerAnswer &answer, void *context) {
     const auto *round = static_cast<const RoundContext *>(context);
     if (!round->node_valid || !answer.answered ||
-        !snowflake::member_holds_this_node(member_answer(answer), round->self) ||
+        !snowflake::member_holds_this_node(snowflake_member_answer(answer), round->self) ||
         snowflake_shared->fenced_node_bits.load(std::memory_order_relaxed) == round->node_bits) {
         return;
     }
@@ -316,7 +271,7 @@ void check_fleet() {
     auto *answers = static_cast<PeerAnswer *>(palloc0(sizeof(PeerAnswer) * Max(count, 1)));
     for (int i = 0; i < count; i++) {
         answers[i] = questions[i].answer;
-        members[i] = member_answer(answers[i]);
+        members[i] = snowflake_member_answer(answers[i]);
     }
     auto *assessments = static_cast<snowflake::MemberAssessment *>(
         palloc0(sizeof(snowflake::MemberAssessment) * Max(count, 1)));
@@ -330,8 +285,10 @@ void check_fleet() {
         status.machine_id = members[i].machine_id;
         status.clock_offset_ms = answers[i].clock_offset_ms;
         status.problems = assessments[i].problems;
-        copy_printable(status.problem, kProblemTextBytes,
-                       problem_text(status, assessments[i], answers[i]));
+        copy_printable(
+            status.problem, kProblemTextBytes,
+            snowflake_member_problem_text(assessments[i], answers[i], "snowflake.max_clock_offset",
+                                          snowflake_max_clock_offset_setting));
         if ((status.problems & snowflake::kSameNodeAsThisServer) && holder[0] == '\0') {
             holder = status.member;
         }
@@ -383,7 +340,8 @@ void snowflake_attach_fleet_memory() {
             token = static_cast<uint64_t>(GetCurrentTimestamp()) ^
                     (static_cast<uint64_t>(MyProcPid) << 32);
         }
-        fleet_shared->instance_token = token;
+        // 0 stands for "no token" where the library is not preloaded.
+        fleet_shared->instance_token = token != 0 ? token : 1;
     }
 }
 
@@ -398,6 +356,10 @@ void snowflake_register_fleet_guard() {
     strlcpy(worker.bgw_library_name, "snowflake", BGW_MAXLEN);
     strlcpy(worker.bgw_function_name, "snowflake_fleet_guard_main", BGW_MAXLEN);
     RegisterBackgroundWorker(&worker);
+}
+
+uint64_t snowflake_own_instance_token() {
+    return fleet_shared != nullptr ? fleet_shared->instance_token : 0;
 }
 
 const char *snowflake_show_instance_token() {

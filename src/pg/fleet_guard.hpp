@@ -27,6 +27,10 @@ void snowflake_register_fleet_guard();
 // snowflake.instance_token, read-only: the token of the running server, from shared memory.
 const char *snowflake_show_instance_token();
 
+// The token itself, for recognising this server among the answers; 0 (which no start draws)
+// where the library is not preloaded.
+uint64_t snowflake_own_instance_token();
+
 // Accepts a fleet list only if it has at most the members shared memory holds and libpq can
 // parse each of them.
 bool snowflake_check_fleet_setting(char **new_value, void **extra, GucSource source);

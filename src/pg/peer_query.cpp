@@ -359,3 +359,47 @@ void snowflake_ask_peers(PeerQuestion *questions, int count, const char *applica
     }
     PG_END_TRY();
 }
+
+snowflake::MemberAnswer snowflake_member_answer(const PeerAnswer &answer) {
+    snowflake::MemberAnswer member{};
+    member.answered = answer.answered;
+    member.in_recovery = answer.in_recovery;
+    member.library_loaded = answer.node_ids != PeerNodeIds::kLibraryNotLoaded;
+    member.datacenter_id = member.library_loaded ? answer.datacenter_id : -1;
+    member.machine_id = member.library_loaded ? answer.machine_id : -1;
+    member.has_instance_token = answer.has_instance_token;
+    member.instance_token = answer.instance_token;
+    member.clock_offset_ms = answer.clock_offset_ms;
+    return member;
+}
+
+const char *snowflake_member_problem_text(const snowflake::MemberAssessment &assessment,
+                                          const PeerAnswer &answer, const char *limit_name,
+                                          int limit_ms) {
+    StringInfoData text;
+    initStringInfo(&text);
+    auto add = [&text](const char *problem) {
+        appendStringInfo(&text, "%s%s", text.len > 0 ? "; " : "", problem);
+    };
+    if (assessment.problems & snowflake::kUnreachable) {
+        add(answer.failure != nullptr ? answer.failure : "unreachable");
+    }
+    if (assessment.problems & snowflake::kLibraryNotLoaded) {
+        add("snowflake is not in shared_preload_libraries");
+    }
+    if (assessment.problems & snowflake::kNodeIdsNotSet) {
+        add("node ids not set");
+    }
+    if (assessment.problems & snowflake::kSameNodeAsThisServer) {
+        add(psprintf("holds this server's node pair (%d, %d)", answer.datacenter_id,
+                     answer.machine_id));
+    }
+    if (assessment.problems & snowflake::kSameNodeAsMember) {
+        add(psprintf("same node pair as member %d", assessment.same_node_as + 1));
+    }
+    if (assessment.problems & snowflake::kClockOffset) {
+        add(psprintf("clock off by %lld ms (%s is %d ms)",
+                     static_cast<long long>(answer.clock_offset_ms), limit_name, limit_ms));
+    }
+    return text.data;
+}

@@ -11,6 +11,8 @@ extern "C" {
 #include "utils/timestamp.h"
 }
 
+#include "core/fleet.hpp"
+
 // What a server's settings say about its node ids.
 enum class PeerNodeIds : uint8_t {
     kLibraryNotLoaded,  // the settings do not exist: the library is not preloaded
@@ -74,3 +76,12 @@ using PeerAnswered = void (*)(int index, const PeerAnswer &answer, void *context
 // death exits; every connection is closed however the round ends. on_answer may be null.
 void snowflake_ask_peers(PeerQuestion *questions, int count, const char *application_name,
                          int timeout_ms, PeerAnswered on_answer, void *context);
+
+// The answer in the core's terms, for the rules that both checks apply (core/fleet.hpp).
+snowflake::MemberAnswer snowflake_member_answer(const PeerAnswer &answer);
+
+// The words for a member's problems, in the order of the bits, as both checks report them;
+// limit_name is the setting or argument that bounds the clock offset, limit_ms its value.
+const char *snowflake_member_problem_text(const snowflake::MemberAssessment &assessment,
+                                          const PeerAnswer &answer, const char *limit_name,
+                                          int limit_ms);

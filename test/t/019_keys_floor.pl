@@ -28,9 +28,11 @@ CREATE EXTENSION snowflake;
 CREATE ROLE alice LOGIN;
 CREATE SCHEMA "Odd Schema" AUTHORIZATION alice;
 ));
-# The partitions split the keys between the hand-made ones of 601 and 602 s ahead (below).
+# The hand-made keys (below) are ahead of one instant; the partitions split them between those of
+# 601 and 602 s ahead.
+my $base = $node->safe_psql('postgres', 'SELECT now()');
 my $late_bound = $node->safe_psql('postgres',
-    q(SELECT snowflake_encode(now() + interval '601500 ms', 0, 0, 0)));
+    qq(SELECT snowflake_encode('$base'::timestamptz + interval '601500 ms', 0, 0, 0)));
 $node->safe_psql('postgres', qq(
 SET ROLE alice;
 SET search_path = "Odd Schema", public;
@@ -112,7 +114,8 @@ for my $layout (@layouts) {
     my $key = $node->safe_psql('postgres', qq(
 SET search_path = "Odd Schema", public;
 SELECT k FROM generate_series(0, 63) AS s,
-    LATERAL (SELECT snowflake_encode(now() + interval '$seconds seconds', 3, 4, s) AS k) AS e
+    LATERAL (SELECT snowflake_encode('$base'::timestamptz + interval '$seconds seconds', 3, 4, s)
+             AS k) AS e
 WHERE @{[defined $remainder
     ? "satisfies_hash_partition('events_late'::regclass, 2, $remainder, k)" : 'true']}
 LIMIT 1));
