@@ -3,6 +3,8 @@
 #pragma once
 
 extern "C" {
+#include "access/genam.h"
+#include "access/tableam.h"
 #include "access/xlogdefs.h"
 #include "catalog/pg_proc.h"
 #include "fmgr.h"
@@ -101,5 +103,27 @@ inline WaitEventSet *snowflake_create_wait_event_set(int events) {
     return CreateWaitEventSet(nullptr, events);
 #else
     return CreateWaitEventSet(CurrentMemoryContext, events);
+#endif
+}
+
+// An index scan with no instrumentation and no ordering operators: PostgreSQL 18 added the
+// instrumentation argument, 19 the scan options.
+inline IndexScanDesc snowflake_index_beginscan(Relation table, Relation index, Snapshot snapshot,
+                                               int key_count) {
+#if PG_VERSION_NUM >= 190000
+    return index_beginscan(table, index, snapshot, nullptr, key_count, 0, SO_NONE);
+#elif PG_VERSION_NUM >= 180000
+    return index_beginscan(table, index, snapshot, nullptr, key_count, 0);
+#else
+    return index_beginscan(table, index, snapshot, key_count, 0);
+#endif
+}
+
+// A scan of a whole table with no scan keys; PostgreSQL 19 added the scan options.
+inline TableScanDesc snowflake_table_beginscan(Relation table, Snapshot snapshot) {
+#if PG_VERSION_NUM >= 190000
+    return table_beginscan(table, snapshot, 0, nullptr, SO_NONE);
+#else
+    return table_beginscan(table, snapshot, 0, nullptr);
 #endif
 }

@@ -8,10 +8,13 @@
 // until every database that takes connections has been checked in one run.
 // doc/operations.md "Upgrading PostgreSQL" and "Guarantees" say what it covers and why.
 //
-// The tables are read as the bootstrap superuser in a security-restricted operation with
-// search_path pinned: no privilege, row-level security policy or ownership can hide a key or
-// fail the read, and a max() of a plain column runs no code of any role. A table whose lock
-// cannot be had in a short time counts as holding keys up to the end of the window.
+// The keys are read without the planner or the executor: an index scan of a btree index led by
+// the column, or a scan of the table, with a dirty snapshot (so that rows of transactions in
+// progress or prepared count too). So no privilege, row-level security policy, index predicate or
+// expression, statistics object or trigger of any role runs or is consulted, and none can hide a
+// key or fail the read. Each table is locked only while it is read. Lock waits share one short,
+// cancellable budget; a table (or its index) locked past it counts as holding keys up to the end
+// of the window, which bounds how long a role that keeps its tables locked holds generation back.
 //
 // Locking. keys_floor_pending is set at start-up and cleared by the one backend that finds every
 // database checked. keys_floor_lock (a spinlock) guards the list of databases already checked and
@@ -25,8 +28,17 @@
 extern "C" {
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "access/stratnum.h"
+#include "access/tableam.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_authid.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_opfamily.h"
 #include "catalog/pg_type.h"
+#include "executor/tuptable.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -35,8 +47,12 @@ extern "C" {
 #include "storage/lmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/datetime.h"
+#include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 }
 
@@ -57,20 +73,21 @@ namespace {
 // Present while some database may still hold keys above what the generator knows of.
 constexpr char kKeysUncheckedFileName[] = "snowflake_keys_unchecked";
 
-// How long a read waits for a table that another session holds locked before it counts the table
-// as holding keys up to the end of the window.
-constexpr long kTableLockWaitMs = 1000;
+// How long the reads of one database wait in all for tables (and indexes) that other sessions
+// hold locked, before each such table counts as holding keys up to the end of the window.
+constexpr long kLockWaitBudgetMs = 1000;
 
-// How many of the highest keys beyond the window are looked at for one of this server's pair, to
-// report: enough for any real table, and a bound on the time a table full of others' keys costs.
+// How many of the highest keys beyond the window an index scan looks at for one of this server's
+// pair, to report: enough for any real table, and a bound on what a table of others' keys costs.
 constexpr int kKeysBeyondWindowLooked = 1000;
 
-// The tables that hold keys of a bigint column (or a domain over bigint) whose default calls
-// snowflake_nextval(): its own default, its type's, or an ancestor's, down every level of
-// partitions and inheritance children (which have no storage when partitioned, and are read
-// each on its own otherwise). A foreign table lives elsewhere and another session's temporary
-// table cannot be read. Each row: the table and the column. Run with search_path pinned.
-constexpr char kKeyTablesQuery[] =
+// The columns that may hold keys, each as a table and its attribute number: a bigint column (or a
+// domain over bigint, checked once the table is locked) whose default calls snowflake_nextval()
+// (its own default, its type's, or an ancestor's, down every level of partitions and inheritance
+// children), and every column that leads a btree index, since a table keeps its keys when its
+// default goes (a detached partition, a default dropped or set elsewhere). A foreign table lives
+// elsewhere and another session's temporary table cannot be read. Run with search_path pinned.
+constexpr char kKeyColumnsQuery[] =
     "WITH RECURSIVE key_column (relid, attname) AS ("
     " SELECT def.adrelid, a.attname FROM pg_catalog.pg_depend AS dep"
     " JOIN pg_catalog.pg_attrdef AS def ON def.oid = dep.objid"
@@ -86,28 +103,19 @@ constexpr char kKeyTablesQuery[] =
     " UNION"
     " SELECT i.inhrelid, k.attname FROM key_column AS k"
     " JOIN pg_catalog.pg_inherits AS i ON i.inhparent = k.relid)"
-    "SELECT c.oid, k.attname FROM key_column AS k"
+    "SELECT c.oid, a.attnum FROM key_column AS k"
     " JOIN pg_catalog.pg_class AS c ON c.oid = k.relid"
     " JOIN pg_catalog.pg_attribute AS a ON a.attrelid = c.oid AND a.attname = k.attname"
     " AND NOT a.attisdropped"
-    " JOIN pg_catalog.pg_type AS t ON t.oid = a.atttypid"
-    " WHERE c.relkind = 'r' AND c.relpersistence <> 't'"
-    " AND 'pg_catalog.int8'::pg_catalog.regtype IN (t.oid, t.typbasetype)"
-    " ORDER BY c.oid, k.attname";
-
-// The highest key of this server's pair in the window; an index on the key answers it from the
-// window's end downwards. $1, $2: the window; $3: the node fields' mask; $4: this server's.
-constexpr char kHighestKeyInWindowQuery[] =
-    "SELECT pg_catalog.max(%1$s) FROM ONLY %2$s WHERE %1$s OPERATOR(pg_catalog.>=) $1"
-    " AND %1$s OPERATOR(pg_catalog.<=) $2"
-    " AND (%1$s OPERATOR(pg_catalog.&) $3) OPERATOR(pg_catalog.=) $4";
-
-// The highest key of this server's pair among the highest keys beyond the window, for the log.
-// $1: the window's end; $2, $3: as $3, $4 above; the limit is kKeysBeyondWindowLooked.
-constexpr char kHighestKeyBeyondWindowQuery[] =
-    "SELECT pg_catalog.max(beyond.key) FROM (SELECT %1$s AS key FROM ONLY %2$s"
-    " WHERE %1$s OPERATOR(pg_catalog.>) $1 ORDER BY %1$s DESC LIMIT %3$d) AS beyond"
-    " WHERE (beyond.key OPERATOR(pg_catalog.&) $2) OPERATOR(pg_catalog.=) $3";
+    " WHERE c.relkind IN ('r', 'm') AND c.relpersistence <> 't'"
+    " UNION"
+    " SELECT i.indrelid, i.indkey[0] FROM pg_catalog.pg_index AS i"
+    " JOIN pg_catalog.pg_class AS c ON c.oid = i.indrelid"
+    " JOIN pg_catalog.pg_class AS ic ON ic.oid = i.indexrelid"
+    " JOIN pg_catalog.pg_am AS am ON am.oid = ic.relam"
+    " WHERE am.amname = 'btree' AND i.indkey[0] <> 0"
+    " AND c.relkind IN ('r', 'm') AND c.relpersistence <> 't'"
+    " ORDER BY 1, 2";
 
 // The databases that take connections, other than templates, and are not in the checked list.
 constexpr char kUncheckedDatabasesQuery[] =
@@ -164,14 +172,13 @@ void probe_error_context(void *table) {
         static_cast<const char *>(table));
 }
 
-// Takes the lock a read takes anyway, waiting a short, cancellable while for a session that
-// holds the table locked (a rewrite, or a role that keeps its own table locked to stall others).
-bool lock_table_briefly(Oid table) {
-    for (long waited_ms = 0;; waited_ms += 10) {
-        if (ConditionalLockRelationOid(table, AccessShareLock)) {
+// Takes a lock a read needs, waiting on the latch (cancellably) while the budget lasts.
+bool lock_within_budget(Oid relation, TimestampTz budget_end) {
+    for (;;) {
+        if (ConditionalLockRelationOid(relation, AccessShareLock)) {
             return true;
         }
-        if (waited_ms >= kTableLockWaitMs) {
+        if (GetCurrentTimestamp() >= budget_end) {
             return false;
         }
         (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10,
@@ -182,13 +189,15 @@ bool lock_table_briefly(Oid table) {
 }
 
 // What the reads of one database found. The text fields live in result_context, the caller's
-// memory context, since the reads' own context ends with SPI_finish.
+// memory context, which outlives every read.
 struct KeyProbe {
     MemoryContext result_context;
-    int tables;
+    TimestampTz lock_budget_end;
+    int columns;
     int64 highest_key;       // of this server's pair in the window, or -1
-    const char *key_source;  // where it is stored: table and column
-    const char *locked_out;  // a table that could not be read in time, or null
+    const char *key_source;  // where it is stored: column, table and database
+    int locked_out;          // tables that could not be locked within the budget
+    const char *first_locked_out;
 };
 
 static_assert(std::is_trivially_destructible_v<KeyProbe>,
@@ -211,76 +220,205 @@ void report_key_beyond_window(int64 key, const char *source, int64 now_unix_ms) 
                      timestamptz_to_str(snowflake::pg_us_from_unix_ms(decoded.parts.unix_ms)))));
 }
 
-// Reads one table's keys of this server's pair: the highest in the window, and, for the log, one
-// beyond it.
-void probe_table(Oid table, const char *column_name, const snowflake::KeyWindow &window,
-                 int64 now_unix_ms, KeyProbe *probe) {
-    // The name before the lock, for a table that cannot be locked; again after it, since a
-    // table renamed or dropped in between is what the lock now shows.
-    const char *relation_name = get_rel_name(table);
-    if (relation_name == nullptr) {
-        return;
+// The keys one read found of this server's pair: the highest in the window and, for the log,
+// one beyond it; -1 for none.
+struct ColumnKeys {
+    int64 in_window;
+    int64 beyond_window;
+};
+
+// Whether a key carries this server's node pair.
+bool own_key(Datum value, bool is_null, const snowflake::KeyWindow &window) {
+    return !is_null && (DatumGetInt64(value) & snowflake::kNodeFieldsMask) == window.node_fields;
+}
+
+// A btree index whose first column is the key itself, usable to read the key range: valid, with
+// no predicate, ascending, of the integer operator family (so that its order is bigint's and its
+// comparisons are PostgreSQL's own). Returned locked and open, or null; *locked_out is set when
+// such an index stays locked past the budget.
+Relation open_key_index(Relation table, AttrNumber column, TimestampTz budget_end,
+                        bool *locked_out) {
+    List *indexes = RelationGetIndexList(table);
+    ListCell *cell;
+    foreach (cell, indexes) {
+        const Oid index_oid = lfirst_oid(cell);
+        if (!lock_within_budget(index_oid, budget_end)) {
+            *locked_out = true;
+            continue;
+        }
+        Relation index = index_open(index_oid, NoLock);
+        const Form_pg_index form = index->rd_index;
+        if (index->rd_rel->relam == BTREE_AM_OID && form->indisvalid && form->indnkeyatts >= 1 &&
+            form->indkey.values[0] == column &&
+            heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, nullptr) &&
+            index->rd_opfamily[0] == INTEGER_BTREE_FAM_OID &&
+            (index->rd_indoption[0] & INDOPTION_DESC) == 0) {
+            return index;
+        }
+        index_close(index, AccessShareLock);
     }
-    if (!lock_table_briefly(table)) {
-        probe->locked_out = MemoryContextStrdup(
+    return nullptr;
+}
+
+// Walks the index from the top of a key range down to the first key of this server's pair,
+// looking at no more than limit keys (0: no limit).
+int64 highest_own_key_in_index(Relation table, Relation index, AttrNumber column,
+                               const snowflake::KeyWindow &window, StrategyNumber lower_strategy,
+                               RegProcedure lower_procedure, int64 lower, int64 upper, int limit) {
+    SnapshotData dirty;
+    InitDirtySnapshot(dirty);
+    ScanKeyData keys[2];
+    ScanKeyInit(&keys[0], 1, lower_strategy, lower_procedure, Int64GetDatum(lower));
+    ScanKeyInit(&keys[1], 1, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(upper));
+    IndexScanDesc scan = snowflake_index_beginscan(table, index, &dirty, 2);
+    index_rescan(scan, keys, 2, nullptr, 0);
+    TupleTableSlot *slot = table_slot_create(table, nullptr);
+    int64 found = -1;
+    for (int looked = 0;
+         (limit == 0 || looked < limit) && index_getnext_slot(scan, BackwardScanDirection, slot);
+         looked++) {
+        bool is_null = true;
+        const Datum value = slot_getattr(slot, column, &is_null);
+        if (own_key(value, is_null, window)) {
+            found = DatumGetInt64(value);
+            break;
+        }
+        CHECK_FOR_INTERRUPTS();
+    }
+    ExecDropSingleTupleTableSlot(slot);
+    index_endscan(scan);
+    return found;
+}
+
+// Reads every row of a table whose key no index leads.
+ColumnKeys own_keys_in_table(Relation table, AttrNumber column,
+                             const snowflake::KeyWindow &window) {
+    SnapshotData dirty;
+    InitDirtySnapshot(dirty);
+    TableScanDesc scan = snowflake_table_beginscan(table, &dirty);
+    TupleTableSlot *slot = table_slot_create(table, nullptr);
+    ColumnKeys found{-1, -1};
+    for (uint64 rows = 1; table_scan_getnextslot(scan, ForwardScanDirection, slot); rows++) {
+        bool is_null = true;
+        const Datum value = slot_getattr(slot, column, &is_null);
+        if (own_key(value, is_null, window)) {
+            const int64 key = DatumGetInt64(value);
+            if (key >= window.lowest_id && key <= window.highest_id) {
+                found.in_window = std::max(found.in_window, key);
+            } else if (key > window.highest_id) {
+                found.beyond_window = std::max(found.beyond_window, key);
+            }
+        }
+        if (rows % 4096 == 0) {
+            CHECK_FOR_INTERRUPTS();
+        }
+    }
+    ExecDropSingleTupleTableSlot(slot);
+    table_endscan(scan);
+    return found;
+}
+
+// Notes a table that stayed locked past the budget.
+void note_locked_out(KeyProbe *probe, Oid table) {
+    if (probe->locked_out++ == 0) {
+        const char *name = get_rel_name(table);
+        probe->first_locked_out = MemoryContextStrdup(
             probe->result_context,
-            psprintf("table %s", quote_qualified_identifier(
-                                     get_namespace_name(get_rel_namespace(table)), relation_name)));
+            quote_qualified_identifier(get_namespace_name(get_rel_namespace(table)),
+                                       name != nullptr ? name : "(dropped)"));
+    }
+}
+
+// Reads one column's keys of this server's pair, the table locked only meanwhile. A table
+// dropped since the listing is skipped, and so is a column dropped or no longer a bigint.
+void probe_column(Oid table_oid, AttrNumber column, const snowflake::KeyWindow &window,
+                  int64 now_unix_ms, KeyProbe *probe) {
+    if (!lock_within_budget(table_oid, probe->lock_budget_end)) {
+        note_locked_out(probe, table_oid);
         return;
     }
-    relation_name = get_rel_name(table);
-    if (relation_name == nullptr) {
-        UnlockRelationOid(table, AccessShareLock);
+    Relation table = try_relation_open(table_oid, NoLock);
+    if (table == nullptr) {
+        UnlockRelationOid(table_oid, AccessShareLock);
         return;
     }
-    const char *table_name =
-        quote_qualified_identifier(get_namespace_name(get_rel_namespace(table)), relation_name);
-    const char *column = quote_identifier(column_name);
-    const char *source = psprintf("column %s of table %s in database \"%s\"", column, table_name,
-                                  get_database_name(MyDatabaseId));
+    const TupleDesc descriptor = RelationGetDescr(table);
+    if (column > descriptor->natts || TupleDescAttr(descriptor, column - 1)->attisdropped ||
+        getBaseType(TupleDescAttr(descriptor, column - 1)->atttypid) != INT8OID) {
+        relation_close(table, AccessShareLock);
+        return;
+    }
+    const char *table_name = quote_qualified_identifier(
+        get_namespace_name(RelationGetNamespace(table)), RelationGetRelationName(table));
+    const char *source =
+        psprintf("column %s of table %s in database \"%s\"",
+                 quote_identifier(NameStr(TupleDescAttr(descriptor, column - 1)->attname)),
+                 table_name, get_database_name(MyDatabaseId));
     ErrorContextCallback context{error_context_stack, probe_error_context,
                                  const_cast<char *>(table_name)};
     error_context_stack = &context;
-    Oid window_types[4] = {INT8OID, INT8OID, INT8OID, INT8OID};
-    Datum window_arguments[4] = {Int64GetDatum(window.lowest_id), Int64GetDatum(window.highest_id),
-                                 Int64GetDatum(snowflake::kNodeFieldsMask),
-                                 Int64GetDatum(window.node_fields)};
-    const int64 highest = query_bigint(psprintf(kHighestKeyInWindowQuery, column, table_name), 4,
-                                       window_types, window_arguments);
-    if (highest > probe->highest_key) {
-        probe->highest_key = highest;
-        probe->key_source = MemoryContextStrdup(probe->result_context, source);
-    }
-    const int64 beyond = query_bigint(
-        psprintf(kHighestKeyBeyondWindowQuery, column, table_name, kKeysBeyondWindowLooked), 3,
-        window_types, window_arguments + 1);
-    if (beyond >= 0) {
-        report_key_beyond_window(beyond, source, now_unix_ms);
+    bool index_locked_out = false;
+    Relation index = open_key_index(table, column, probe->lock_budget_end, &index_locked_out);
+    ColumnKeys found{-1, -1};
+    if (index != nullptr) {
+        found.in_window =
+            highest_own_key_in_index(table, index, column, window, BTGreaterEqualStrategyNumber,
+                                     F_INT8GE, window.lowest_id, window.highest_id, 0);
+        if (window.highest_id < snowflake::kMaxId) {
+            found.beyond_window = highest_own_key_in_index(
+                table, index, column, window, BTGreaterStrategyNumber, F_INT8GT, window.highest_id,
+                snowflake::kMaxId, kKeysBeyondWindowLooked);
+        }
+        index_close(index, AccessShareLock);
+    } else if (index_locked_out) {
+        note_locked_out(probe, table_oid);
+    } else {
+        found = own_keys_in_table(table, column, window);
     }
     error_context_stack = context.previous;
-    probe->tables++;
+    relation_close(table, AccessShareLock);
+    if (found.in_window > probe->highest_key) {
+        probe->highest_key = found.in_window;
+        probe->key_source = MemoryContextStrdup(probe->result_context, source);
+    }
+    if (found.beyond_window >= 0) {
+        report_key_beyond_window(found.beyond_window, source, now_unix_ms);
+    }
+    probe->columns++;
 }
 
-// Every table of this database that holds keys of snowflake_nextval(), read once each.
+// Every column of this database that may hold keys of snowflake_nextval(), read once each.
 KeyProbe probe_keys(Oid nextval_oid, const snowflake::KeyWindow &window, int64 now_unix_ms) {
-    KeyProbe probe{CurrentMemoryContext, 0, -1, nullptr, nullptr};
+    KeyProbe probe{CurrentMemoryContext,
+                   GetCurrentTimestamp() + kLockWaitBudgetMs * 1000,
+                   0,
+                   -1,
+                   nullptr,
+                   0,
+                   nullptr};
     SPI_connect();
     Oid oid_type[1] = {OIDOID};
     Datum nextval_argument[1] = {ObjectIdGetDatum(nextval_oid)};
-    if (SPI_execute_with_args(kKeyTablesQuery, 1, oid_type, nextval_argument, nullptr, true, 0) !=
+    if (SPI_execute_with_args(kKeyColumnsQuery, 1, oid_type, nextval_argument, nullptr, true, 0) !=
         SPI_OK_SELECT) {
-        elog(ERROR, "snowflake: could not list the tables that hold keys of snowflake_nextval()");
+        elog(ERROR, "snowflake: could not list the columns that may hold keys");
     }
-    SPITupleTable *tables = SPI_tuptable;
-    const uint64 table_count = SPI_processed;
-    for (uint64 i = 0; i < table_count; i++) {
+    const uint64 column_count = SPI_processed;
+    auto *tables = static_cast<Oid *>(
+        MemoryContextAlloc(probe.result_context, sizeof(Oid) * (column_count + 1)));
+    auto *columns = static_cast<AttrNumber *>(
+        MemoryContextAlloc(probe.result_context, sizeof(AttrNumber) * (column_count + 1)));
+    for (uint64 i = 0; i < column_count; i++) {
         bool is_null = true;
-        const Oid table =
-            DatumGetObjectId(SPI_getbinval(tables->vals[i], tables->tupdesc, 1, &is_null));
-        const char *column = SPI_getvalue(tables->vals[i], tables->tupdesc, 2);
-        probe_table(table, column, window, now_unix_ms, &probe);
+        tables[i] = DatumGetObjectId(
+            SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &is_null));
+        columns[i] =
+            DatumGetInt16(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &is_null));
     }
     SPI_finish();
+    for (uint64 i = 0; i < column_count; i++) {
+        probe_column(tables[i], columns[i], window, now_unix_ms, &probe);
+    }
     return probe;
 }
 
@@ -384,8 +522,12 @@ void snowflake_check_database_keys(SnowflakeShared *shared, Oid nextval_oid, sno
     (void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_SESSION,
                             GUC_ACTION_SAVE, true, 0, false);
     const KeyProbe probe = probe_keys(nextval_oid, window, now_unix_ms);
-    if (probe.locked_out != nullptr) {
-        raise_floor_through(shared, window.last_unix_ms, -1, probe.locked_out, now_unix_ms);
+    if (probe.locked_out > 0) {
+        const char *source =
+            probe.locked_out == 1
+                ? psprintf("table %s", probe.first_locked_out)
+                : psprintf("table %s (and %d more)", probe.first_locked_out, probe.locked_out - 1);
+        raise_floor_through(shared, window.last_unix_ms, -1, source, now_unix_ms);
     }
     raise_floor_through(shared,
                         snowflake::key_floor_through_ms(window, now_unix_ms, probe.highest_key),
@@ -395,21 +537,25 @@ void snowflake_check_database_keys(SnowflakeShared *shared, Oid nextval_oid, sno
     SetUserIdAndSecContext(saved_user, saved_security_context);
 
     const char *database = get_database_name(MyDatabaseId);
-    if (probe.locked_out != nullptr) {
+    if (probe.locked_out > 0) {
+        char until_text[MAXDATELEN + 1];
+        strlcpy(until_text, timestamptz_to_str(snowflake::pg_us_from_unix_ms(window.last_unix_ms)),
+                sizeof(until_text));
         ereport(WARNING,
-                (errmsg("snowflake: %s in database \"%s\" was locked by another session for "
-                        "over %ld ms, so its keys could not be read",
-                        probe.locked_out, database, kTableLockWaitMs),
-                 errdetail("Ids are held back until %d ms from now, the furthest ahead a key of "
-                           "this server may raise the generator (snowflake.key_floor_max_lead).",
-                           snowflake_key_floor_max_lead_setting),
-                 errhint("Generation resumes by itself then. Find the session that holds the "
-                         "lock in pg_locks.")));
+                (errmsg("snowflake: %d tables in database \"%s\" were locked by other sessions "
+                        "past the %ld ms the reads of their keys may wait; the first is %s",
+                        probe.locked_out, database, kLockWaitBudgetMs, probe.first_locked_out),
+                 errdetail("Their keys count as reaching %s, the furthest ahead a key of this "
+                           "server's node pair may raise the generator "
+                           "(snowflake.key_floor_max_lead): ids are held back until then.",
+                           until_text),
+                 errhint("Generation resumes by itself then. Find the sessions that hold the "
+                         "locks in pg_locks.")));
     }
     if (probe.highest_key < 0) {
         ereport(LOG, (errmsg("snowflake: no key of this server's node pair ahead of the clock in "
-                             "database \"%s\" (%d tables read)",
-                             database, probe.tables)));
+                             "database \"%s\" (%d columns read)",
+                             database, probe.columns)));
     } else {
         const snowflake::DecodeResult decoded = snowflake::decode(probe.highest_key);
         ereport(
@@ -417,9 +563,9 @@ void snowflake_check_database_keys(SnowflakeShared *shared, Oid nextval_oid, sno
             (errmsg("snowflake: raised the generator above key %lld of %s",
                     static_cast<long long>(probe.highest_key), probe.key_source),
              errdetail("It is the highest key of this server's node pair ahead of the clock "
-                       "in %d tables; its timestamp is %s. Ids issued from now on are above "
+                       "in %d columns; its timestamp is %s. Ids issued from now on are above "
                        "it.",
-                       probe.tables,
+                       probe.columns,
                        timestamptz_to_str(snowflake::pg_us_from_unix_ms(decoded.parts.unix_ms)))));
     }
 }

@@ -19,6 +19,9 @@ my $node = snowflake_node('keys', datacenter_id => 3, machine_id => 4);
 $node->append_conf('postgresql.conf', qq(
 fsync = on
 snowflake.key_floor_max_lead = '20min'
+max_prepared_transactions = 2
+max_connections = 20
+max_locks_per_transaction = 10
 ));
 start_with_clock($node, $clock_file);
 
@@ -76,6 +79,34 @@ END \$\$;
 CREATE TABLE hostile (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), v integer);
 CREATE INDEX ON hostile ((trap(v)));
 CREATE TRIGGER trap BEFORE INSERT OR UPDATE ON hostile FOR EACH ROW EXECUTE FUNCTION trap_trigger();
+-- A planner folds the index predicates and statistics expressions of a table it plans for, so
+-- these would run as whoever plans a query on it: one makes alice a superuser if that is one, the
+-- other fails for anyone but her. The test itself never queries this table but as alice.
+CREATE FUNCTION promote() RETURNS void VOLATILE LANGUAGE plpgsql AS \$\$
+BEGIN
+    IF (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
+        EXECUTE 'ALTER ROLE alice SUPERUSER';
+    END IF;
+END \$\$;
+CREATE FUNCTION promoting() RETURNS boolean IMMUTABLE LANGUAGE plpgsql AS \$\$
+BEGIN
+    PERFORM promote();
+    RETURN true;
+END \$\$;
+CREATE FUNCTION alice_only() RETURNS integer IMMUTABLE LANGUAGE plpgsql AS \$\$
+BEGIN
+    RETURN trap(1);
+END \$\$;
+CREATE TABLE folded (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), v integer);
+CREATE INDEX ON folded (id) WHERE promoting();
+CREATE STATISTICS folded_trap ON (v + alice_only()), v FROM folded;
+
+-- A partition detached from its table keeps its keys and loses its parent's default.
+CREATE TABLE parted (id bigint PRIMARY KEY DEFAULT snowflake_nextval()) PARTITION BY RANGE (id);
+CREATE TABLE detached PARTITION OF parted FOR VALUES FROM (0) TO (MAXVALUE);
+
+CREATE DOMAIN outer_domain AS key_domain;
+CREATE TABLE "domain of a domain" (id outer_domain);
 
 CREATE TABLE others (id bigint PRIMARY KEY DEFAULT snowflake_nextval());
 ));
@@ -92,11 +123,14 @@ INSERT INTO child SELECT snowflake_nextval() FROM generate_series(1, 1000);
 INSERT INTO "domain keyed" (x) SELECT 1 FROM generate_series(1, 1000);
 INSERT INTO revoked SELECT FROM generate_series(1, 1000);
 INSERT INTO hostile (v) SELECT 1 FROM generate_series(1, 1000);
+INSERT INTO folded (v) SELECT 1 FROM generate_series(1, 1000);
 ));
 
 # Keys of this server's pair written by hand ahead of the clock, one layout each: each must hold
 # generation back in turn. Tenant b's row is hidden from alice by her own policy.
 my @layouts = (
+    ['domain of a domain', '"Odd Schema"."domain of a domain"', 609],
+    [qw(detached parted 608)],
     [qw(hostile hostile 607)],
     [qw(revoked revoked 606)],
     ['domain keyed', '"Odd Schema"."domain keyed"', 605],
@@ -132,6 +166,9 @@ INSERT INTO child VALUES ($key_of{child});
 INSERT INTO "domain keyed" VALUES ($key_of{'domain keyed'}, 2);
 INSERT INTO revoked VALUES ($key_of{revoked});
 INSERT INTO hostile VALUES ($key_of{hostile}, 1);
+INSERT INTO parted VALUES ($key_of{detached});
+ALTER TABLE parted DETACH PARTITION detached;
+INSERT INTO "domain of a domain" VALUES ($key_of{'domain of a domain'});
 -- Another pair's keys, ahead of the clock and far ahead: they can never equal this server's ids.
 INSERT INTO others VALUES (snowflake_encode(now() + interval '5 minutes', 9, 9, 0)),
     (snowflake_encode(now() + interval '30 days', 9, 9, 0));
@@ -208,22 +245,51 @@ is($node->safe_psql('postgres',
         'SELECT count(*) - count(DISTINCT id) FROM "Odd Schema"."tenant rows"'),
     '0', 'no id was issued twice');
 
-# A table its owner keeps locked holds generation back for the window at most, with a warning.
+# Tables and an index their owner keeps locked hold generation back for the window at most, all
+# of them within one short wait, with a warning that counts them.
 set_and_reload($node, 'snowflake.key_floor_max_lead', '3s');
 restart(1);
 my $locker = $node->background_psql('postgres');
-$locker->query_safe(q(SET ROLE alice; BEGIN; LOCK TABLE "Odd Schema".hostile IN ACCESS EXCLUSIVE MODE));
+$locker->query_safe(q(SET ROLE alice; BEGIN;
+LOCK TABLE "Odd Schema".hostile, "Odd Schema".base, "Odd Schema".others IN ACCESS EXCLUSIVE MODE;
+REINDEX INDEX "Odd Schema"."tenant rows_pkey"));
 my ($ret, $stdout, $stderr) =
   $node->psql('postgres', "\\set VERBOSITY verbose\nSELECT snowflake_nextval()");
-like($stderr, qr/WARNING:  01000: snowflake: table "Odd Schema"\.hostile in database "postgres" was locked by another session/,
-    'a table kept locked is named in a warning');
-like($stderr, qr/ERROR:  55000: a stored key holds .*\n.*table "Odd Schema"\.hostile could not be read/,
+like($stderr,
+    qr/WARNING:  01000: snowflake: 5 tables in database "postgres" were locked by other sessions past the 1000 ms/,
+    'tables kept locked, and one whose index is, are counted in a warning');
+like($stderr, qr/ERROR:  55000: a stored key holds .*\n.*table "Odd Schema"\..+ \(and 4 more\) could not be read/,
     'and generation is held back, saying why');
 $locker->query_safe('COMMIT');
 $locker->quit;
-$node->poll_query_until('postgres', 'SELECT snowflake_nextval() > 0')
-  or die 'generation did not resume';
-pass('generation resumes by itself once the window has passed');
+ok($node->poll_query_until('postgres', 'SELECT snowflake_nextval() > 0'),
+    'generation resumes by itself once the window has passed');
+
+# A key in a prepared transaction counts: it may yet be committed.
+set_and_reload($node, 'snowflake.key_floor_max_lead', '1min');
+my $prepared_key = $node->safe_psql('postgres',
+    q(SELECT snowflake_encode(now() + interval '40 seconds', 3, 4, 7)));
+$node->safe_psql('postgres', qq(SET ROLE alice; BEGIN;
+INSERT INTO "Odd Schema".others VALUES ($prepared_key);
+PREPARE TRANSACTION 'held'));
+restart(1);
+like(error_of($node, 'SELECT snowflake_nextval()'),
+    qr/DETAIL:  .*key $prepared_key of column id of table "Odd Schema"\.others/,
+    'a key inserted by a prepared transaction holds generation back');
+$node->safe_psql('postgres', "ROLLBACK PREPARED 'held'");
+restart(0);
+like($node->safe_psql('postgres', 'SELECT snowflake_nextval()'), qr/^\d+$/,
+    'rolled back and restarted, it holds nothing');
+
+# More tables than the lock table could hold at once: each is locked only while it is read.
+$node->safe_psql('postgres',
+    join("\n", map { qq(CREATE TABLE "Odd Schema".many_$_ (id bigint PRIMARY KEY);) } 1 .. 800));
+$offset = restart(1);
+like($node->safe_psql('postgres', 'SELECT snowflake_nextval()'), qr/^\d+$/,
+    'eight hundred tables are read with max_locks_per_transaction = 10');
+ok(!$node->log_contains(qr/out of shared memory/, $offset), 'without running out of locks');
+is($node->safe_psql('postgres', q(SELECT rolsuper FROM pg_roles WHERE rolname = 'alice')), 'f',
+    'no read ran the index predicate that would make alice a superuser');
 
 # Concurrent first calls on a start without the mark file disarm the check once, quietly.
 set_and_reload($node, 'snowflake.key_floor_max_lead', '1min');
