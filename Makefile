@@ -26,7 +26,8 @@ DATA = src/sql/snowflake--1.0.sql src/sql/snowflake--1.0--1.1.sql \
 	src/sql/snowflake--1.4--1.5.sql
 PGFILEDESC = "snowflake - Twitter-layout Snowflake ids"
 # The documentation beyond the README, installed beside other extensions' documentation.
-DOCS = doc/design.md doc/operations.md doc/performance.md doc/reference.md doc/testing.md
+DOCS = doc/design.md doc/operations.md doc/performance.md doc/reference.md doc/security.md \
+	doc/testing.md
 
 # pg_regress, pg_isolation_regress and prove each start their own throwaway servers.
 REGRESS = codec generate info errors time_predicates partitioning peers convert

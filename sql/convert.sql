@@ -244,6 +244,21 @@ CREATE TABLE small_refs (n small_number REFERENCES numbered (id));
 SELECT pg_temp.refusal($$SELECT * FROM snowflake_convert_column('numbered', 'id')$$);
 DROP TABLE small_refs, numbered_refs;
 
+-- A partition key that would need widening, and a partition owned by another role than its
+-- parent (PostgreSQL would run its constraints as the parent's owner): refused, nothing changed.
+CREATE TABLE ranged (id serial PRIMARY KEY) PARTITION BY RANGE (id);
+CREATE TABLE ranged_all PARTITION OF ranged FOR VALUES FROM (MINVALUE) TO (MAXVALUE);
+SELECT pg_temp.refusal($$SELECT * FROM snowflake_convert_column('ranged', 'id')$$);
+CREATE TABLE lent (id bigserial, region integer, PRIMARY KEY (id, region)) PARTITION BY LIST (region);
+CREATE TABLE lent_1 PARTITION OF lent FOR VALUES IN (1);
+CREATE ROLE convert_lender;
+ALTER TABLE lent OWNER TO convert_lender;
+ALTER TABLE lent_1 OWNER TO convert_mallory;
+SELECT pg_temp.refusal($$SELECT * FROM snowflake_convert_column('lent', 'id')$$);
+SELECT column_shape('ranged', 'id'), column_shape('lent', 'id');
+DROP TABLE ranged, lent;
+DROP ROLE convert_lender;
+
 -- Row-level security that hides keys from the owner (FORCE) refuses, rather than miss them, even
 -- for a superuser (the keys are read as the owner); with NO FORCE the hidden key is seen.
 CREATE ROLE convert_rls_owner;
