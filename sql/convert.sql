@@ -1,6 +1,6 @@
--- snowflake_convert_column() (version 1.3): serial, identity and DEFAULT nextval keys become
--- bigint DEFAULT snowflake_nextval(), with their keys and the columns that reference them; every
--- refusal changes nothing.
+-- snowflake_convert_column() (version 1.3, in C from 1.5): serial, identity and DEFAULT nextval
+-- keys become bigint DEFAULT snowflake_nextval(), with their keys and every column their values
+-- reach; each table is altered as its owner; every refusal changes nothing.
 CREATE EXTENSION IF NOT EXISTS snowflake;
 
 -- What a column looks like: its type, its default and its identity.
@@ -178,9 +178,13 @@ CREATE TABLE mallory_space.notes (order_id integer REFERENCES vip_orders (id),
                                   CHECK (mallory_space.audit_ok(order_id)));
 CREATE INDEX ON mallory_space.notes ((mallory_space.audit_key(order_id)));
 INSERT INTO mallory_space.notes VALUES (1);
+CREATE TABLE mallory_space.own_keys (id serial PRIMARY KEY CHECK (mallory_space.audit_ok(id)));
+INSERT INTO mallory_space.own_keys DEFAULT VALUES;
 RESET ROLE;
 TRUNCATE mallory_space.seen;
 SELECT * FROM snowflake_convert_column('vip_orders', 'id');
+-- A superuser converting her own table alters it as her too.
+SELECT * FROM snowflake_convert_column('mallory_space.own_keys', 'id');
 SELECT rolsuper FROM pg_roles WHERE rolname = 'convert_mallory';
 SELECT DISTINCT who FROM mallory_space.seen;
 SELECT column_shape('mallory_space.notes', 'order_id');

@@ -116,15 +116,18 @@ char *table_text(Oid relation) {
     return DatumGetCString(DirectFunctionCall1(regclassout, ObjectIdGetDatum(relation)));
 }
 
+// A column as the messages and the report show it: table.column, quoted as needed.
 char *column_text(Oid relation, AttrNumber attnum) {
     return psprintf("%s.%s", table_text(relation),
                     quote_identifier(get_attname(relation, attnum, false)));
 }
 
+// A role's name, for the messages that say whose table is in the way.
 char *role_text(Oid role) {
     return GetUserNameFromId(role, false);
 }
 
+// The owner, read fresh from the catalog: each step runs as the owner of its own table.
 Oid owner_of(Oid relation) {
     HeapTuple tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relation));
     if (!HeapTupleIsValid(tuple)) {
@@ -144,6 +147,7 @@ struct OwnerContext {
     int guc_nest_level;
 };
 
+// Entered before each step that may run code of the table's owner.
 OwnerContext begin_as_owner(Oid owner) {
     OwnerContext context;
     GetUserIdAndSecContext(&context.saved_user, &context.saved_security_context);
@@ -154,6 +158,7 @@ OwnerContext begin_as_owner(Oid owner) {
     return context;
 }
 
+// Left after the step, so that the next one starts from the caller again.
 void end_as_owner(const OwnerContext &context) {
     AtEOXact_GUC(true, context.guc_nest_level);
     SetUserIdAndSecContext(context.saved_user, context.saved_security_context);
@@ -200,6 +205,7 @@ int add_column(KeyPaths *paths, Oid relation, AttrNumber attnum) {
     return paths->count++;
 }
 
+// Remembers a foreign key that reaches a column, for the report's "referencing through".
 void add_reference(KeyPaths *paths, Oid constraint, int column) {
     if (paths->reference_count == paths->reference_capacity) {
         paths->reference_capacity *= 2;
@@ -291,7 +297,9 @@ KeyPaths follow_key(Oid relation, AttrNumber attnum) {
                 const Oid member = lfirst_oid(cell);
                 const AttrNumber member_attnum = get_attnum(member, root_name);
                 if (member_attnum != InvalidAttrNumber) {
-                    KeyColumn &column = paths.columns[add_column(&paths, member, member_attnum)];
+                    // The index first: adding may move the array.
+                    const int index = add_column(&paths, member, member_attnum);
+                    KeyColumn &column = paths.columns[index];
                     column.root = root;
                     column.root_attnum = root_attnum;
                     column.tree_followed = true;
@@ -318,6 +326,7 @@ KeyPaths follow_key(Oid relation, AttrNumber attnum) {
     return paths;
 }
 
+// The types that cannot hold a Snowflake id and are widened.
 bool is_small_integer(Oid type) {
     return type == INT2OID || type == INT4OID;
 }
@@ -397,6 +406,7 @@ void refuse_foreign_owners(const KeyPaths &paths, const char *key_text) {
 constexpr char kPartitionKeyQuery[] =
     "SELECT 1 FROM pg_catalog.pg_partitioned_table WHERE partrelid = $1 AND $2 = ANY (partattrs)";
 
+// Refused before anything changes, rather than by ALTER TABLE after other tables were rewritten.
 void refuse_widened_partition_keys(const KeyPaths &paths) {
     for (int i = 0; i < paths.count; i++) {
         const KeyColumn &column = paths.columns[i];
@@ -434,6 +444,7 @@ constexpr char kBlockersQuery[] =
     "WHERE dep.classid IN ('pg_catalog.pg_rewrite'::pg_catalog.regclass, "
     "'pg_catalog.pg_policy'::pg_catalog.regclass) AND dep.deptype = 'n'";
 
+// One refusal naming every view and policy, rather than ALTER TABLE's error on the first.
 void refuse_views_and_policies(const KeyPaths &paths, const char *key_text) {
     Datum *relations = static_cast<Datum *>(palloc(sizeof(Datum) * paths.count));
     Datum *attnums = static_cast<Datum *>(palloc(sizeof(Datum) * paths.count));
@@ -475,6 +486,7 @@ constexpr char kOwnedSequenceQuery[] =
     "SELECT pg_catalog.pg_get_serial_sequence($1::pg_catalog.regclass::pg_catalog.text, $2)"
     "::pg_catalog.regclass::pg_catalog.oid";
 
+// The sequence that goes with the old feed, to name it and to drop it when nothing else uses it.
 Oid owned_sequence(Oid relation, const char *column) {
     Oid types[2] = {OIDOID, TEXTOID};
     Datum arguments[2] = {ObjectIdGetDatum(relation), CStringGetTextDatum(column)};
@@ -484,6 +496,8 @@ Oid owned_sequence(Oid relation, const char *column) {
     return is_null ? InvalidOid : DatumGetObjectId(sequence);
 }
 
+// What else uses the sequence, or nullptr: it is kept (or the identity refused) while anything
+// does.
 char *sequence_users(Oid sequence) {
     Oid types[1] = {OIDOID};
     Datum arguments[1] = {ObjectIdGetDatum(sequence)};
@@ -706,12 +720,14 @@ void refuse_unfit_tree(Oid table, const char *column, int64 id) {
     }
 }
 
-// The constraint names, sorted, of the foreign keys (declared ones, not their clones on
-// partitions) through which the key reaches the columns that one ALTER TABLE changes.
+// For qsort: the names in the report in a stable order.
 int compare_names(const void *left, const void *right) {
     return strcmp(*static_cast<char *const *>(left), *static_cast<char *const *>(right));
 }
 
+// The constraint names, sorted, of the foreign keys (declared ones, not their clones on
+// partitions) through which the key reaches the columns that one ALTER TABLE changes; read before
+// the foreign keys are rebuilt under new oids.
 char *references_text(const KeyPaths &paths, Oid root, AttrNumber root_attnum) {
     char **names = static_cast<char **>(palloc(sizeof(char *) * (paths.reference_count + 1)));
     int count = 0;
@@ -762,6 +778,7 @@ int compare_roots(const void *left, const void *right) {
     return a->attnum - b->attnum;
 }
 
+// Each column another ALTER TABLE than the key's changes, once, with its report, before any change.
 Root *referencing_roots(const KeyPaths &paths, int *count) {
     Root *roots = static_cast<Root *>(palloc(sizeof(Root) * paths.count));
     *count = 0;
@@ -786,6 +803,7 @@ Root *referencing_roots(const KeyPaths &paths, int *count) {
     return roots;
 }
 
+// One row of the report: what was changed, and how.
 void add_row(Tuplestorestate *store, TupleDesc tupdesc, const char *object, const char *change) {
     Datum values[2] = {CStringGetTextDatum(object), CStringGetTextDatum(change)};
     bool nulls[2] = {false, false};
@@ -833,6 +851,8 @@ void lock_table(Oid relation) {
     }
 }
 
+// The key's facts, read only once its table is locked, with a refusal for each way it cannot be
+// converted.
 KeyFacts read_key(Oid relation, const char *column, AttrNumber *attnum) {
     HeapTuple class_tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relation));
     const auto *table = reinterpret_cast<Form_pg_class>(GETSTRUCT(class_tuple));
