@@ -10,6 +10,7 @@ OBJS = \
 	src/core/mark_file.o \
 	src/pg/check_peers.o \
 	src/pg/codec_functions.o \
+	src/pg/convert.o \
 	src/pg/durable_mark.o \
 	src/pg/fleet_guard.o \
 	src/pg/generate.o \
@@ -22,7 +23,8 @@ OBJS = \
 DATA = src/sql/snowflake--1.0.sql src/sql/snowflake--1.0--1.1.sql \
 	src/sql/snowflake--1.1--1.2.sql \
 	src/sql/snowflake--1.2--1.3.sql \
-	src/sql/snowflake--1.3--1.4.sql
+	src/sql/snowflake--1.3--1.4.sql \
+	src/sql/snowflake--1.4--1.5.sql
 PGFILEDESC = "snowflake - Twitter-layout Snowflake ids"
 # The documentation beyond the README, installed beside other extensions' documentation.
 DOCS = doc/design.md doc/operations.md doc/performance.md doc/reference.md doc/security.md \

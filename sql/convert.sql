@@ -1,6 +1,6 @@
--- snowflake_convert_column() (version 1.3): serial, identity and DEFAULT nextval keys become
--- bigint DEFAULT snowflake_nextval(), with their keys and the columns that reference them; every
--- refusal changes nothing.
+-- snowflake_convert_column() (version 1.3, in C from 1.5): serial, identity and DEFAULT nextval
+-- keys become bigint DEFAULT snowflake_nextval(), with their keys and every column their values
+-- reach; each table is altered as its owner; every refusal changes nothing.
 CREATE EXTENSION IF NOT EXISTS snowflake;
 
 -- What a column looks like: its type, its default and its identity.
@@ -152,3 +152,153 @@ RESET ROLE;
 SELECT column_shape('owned_keys', 'id');
 DROP TABLE foreign_lines, owned_keys;
 DROP ROLE convert_owner, convert_stranger;
+
+-- Version 1.5: the conversion alters each table as its owner and follows every path of the key.
+-- A plain role with REFERENCES on a superuser's table hangs a hostile CHECK constraint and index
+-- expression on her referencing table: her code runs as her, so she does not become a superuser.
+CREATE ROLE convert_mallory;
+CREATE SCHEMA mallory_space AUTHORIZATION convert_mallory;
+CREATE TABLE vip_orders (id serial PRIMARY KEY);
+INSERT INTO vip_orders DEFAULT VALUES;
+GRANT REFERENCES ON vip_orders TO convert_mallory;
+SET ROLE convert_mallory;
+CREATE TABLE mallory_space.seen (who name);
+CREATE FUNCTION mallory_space.audit_ok(bigint) RETURNS boolean
+LANGUAGE plpgsql SET search_path = pg_catalog AS $$
+BEGIN
+    INSERT INTO mallory_space.seen VALUES (current_user);
+    IF (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
+        ALTER ROLE convert_mallory SUPERUSER;
+    END IF;
+    RETURN true;
+END $$;
+CREATE FUNCTION mallory_space.audit_key(bigint) RETURNS boolean
+LANGUAGE sql IMMUTABLE AS 'SELECT mallory_space.audit_ok($1)';
+CREATE TABLE mallory_space.notes (order_id integer REFERENCES vip_orders (id),
+                                  CHECK (mallory_space.audit_ok(order_id)));
+CREATE INDEX ON mallory_space.notes ((mallory_space.audit_key(order_id)));
+INSERT INTO mallory_space.notes VALUES (1);
+CREATE TABLE mallory_space.own_keys (id serial PRIMARY KEY CHECK (mallory_space.audit_ok(id)));
+INSERT INTO mallory_space.own_keys DEFAULT VALUES;
+RESET ROLE;
+TRUNCATE mallory_space.seen;
+SELECT * FROM snowflake_convert_column('vip_orders', 'id');
+-- A superuser converting her own table alters it as her too.
+SELECT * FROM snowflake_convert_column('mallory_space.own_keys', 'id');
+SELECT rolsuper FROM pg_roles WHERE rolname = 'convert_mallory';
+SELECT DISTINCT who FROM mallory_space.seen;
+SELECT column_shape('mallory_space.notes', 'order_id');
+
+-- Every path a key can take: a foreign key to a partition of the converted table, one to an
+-- inheritance child, and a chain through a referencing column that is itself a key.
+CREATE TABLE shipments (id serial, region integer NOT NULL, PRIMARY KEY (id, region))
+    PARTITION BY LIST (region);
+CREATE TABLE shipments_eu PARTITION OF shipments FOR VALUES IN (1);
+CREATE TABLE shipments_us PARTITION OF shipments FOR VALUES IN (2);
+ALTER TABLE shipments_eu ADD UNIQUE (id);
+CREATE TABLE eu_labels (shipment_id integer REFERENCES shipments_eu (id));
+INSERT INTO shipments (region) VALUES (1), (2);
+INSERT INTO eu_labels VALUES (1);
+SELECT * FROM snowflake_convert_column('shipments', 'id');
+SELECT column_shape('eu_labels', 'shipment_id');
+INSERT INTO shipments (region) VALUES (1);
+INSERT INTO eu_labels SELECT max(id) FROM shipments_eu;
+CREATE TABLE vehicles (id serial PRIMARY KEY);
+CREATE TABLE trucks (payload integer) INHERITS (vehicles);
+ALTER TABLE trucks ADD PRIMARY KEY (id);
+CREATE TABLE truck_trips (truck_id integer REFERENCES trucks (id));
+SELECT * FROM snowflake_convert_column('vehicles', 'id');
+SELECT column_shape('trucks', 'id'), column_shape('truck_trips', 'truck_id');
+INSERT INTO trucks (payload) VALUES (10);
+INSERT INTO truck_trips SELECT id FROM trucks;
+CREATE TABLE users (id serial PRIMARY KEY);
+CREATE TABLE profiles (user_id integer PRIMARY KEY REFERENCES users (id));
+CREATE TABLE posts (id bigserial PRIMARY KEY, profile_id integer REFERENCES profiles (user_id));
+SELECT * FROM snowflake_convert_column('users', 'id');
+SELECT column_shape('profiles', 'user_id'), column_shape('posts', 'profile_id');
+WITH u AS (INSERT INTO users DEFAULT VALUES RETURNING id),
+     p AS (INSERT INTO profiles SELECT id FROM u RETURNING user_id)
+INSERT INTO posts (profile_id) SELECT user_id FROM p;
+SELECT count(*) FROM posts WHERE profile_id > 2147483647;
+
+-- Tables that cannot hold a Snowflake id are refused, nothing changed: partitions in blocks of a
+-- million, a CHECK on the key (bigint and integer), a domain's check on a referencing column.
+CREATE TABLE events (id bigserial PRIMARY KEY, at timestamptz) PARTITION BY RANGE (id);
+CREATE TABLE events_0 PARTITION OF events FOR VALUES FROM (1) TO (1000001);
+CREATE TABLE events_1 PARTITION OF events FOR VALUES FROM (1000001) TO (2000001);
+SELECT regexp_replace(pg_temp.refusal($$SELECT * FROM snowflake_convert_column('events', 'id')$$),
+                      '\d{19}', '<id>', 'g');
+SELECT column_shape('events', 'id');
+CREATE TABLE bounded_big (id bigserial PRIMARY KEY CHECK (id BETWEEN 1 AND 2000000000));
+SELECT regexp_replace(pg_temp.refusal($$SELECT * FROM snowflake_convert_column('bounded_big', 'id')$$),
+                      '\d{19}', '<id>', 'g');
+SELECT column_shape('bounded_big', 'id');
+CREATE TABLE bounded (id serial PRIMARY KEY CHECK (id BETWEEN 1 AND 2000000000));
+SELECT regexp_replace(pg_temp.refusal($$SELECT * FROM snowflake_convert_column('bounded', 'id')$$),
+                      '\d{19}', '<id>', 'g');
+SELECT column_shape('bounded', 'id');
+CREATE DOMAIN order_number AS bigint CHECK (VALUE BETWEEN 1 AND 2000000000);
+CREATE TABLE numbered (id bigserial PRIMARY KEY);
+CREATE TABLE numbered_refs (n order_number REFERENCES numbered (id));
+SELECT regexp_replace(pg_temp.refusal($$SELECT * FROM snowflake_convert_column('numbered', 'id')$$),
+                      '\d{19}', '<id>', 'g');
+SELECT column_shape('numbered', 'id');
+CREATE DOMAIN small_number AS integer;
+CREATE TABLE small_refs (n small_number REFERENCES numbered (id));
+SELECT pg_temp.refusal($$SELECT * FROM snowflake_convert_column('numbered', 'id')$$);
+DROP TABLE small_refs, numbered_refs;
+
+-- A partition key that would need widening, and a partition owned by another role than its
+-- parent (PostgreSQL would run its constraints as the parent's owner): refused, nothing changed.
+CREATE TABLE ranged (id serial PRIMARY KEY) PARTITION BY RANGE (id);
+CREATE TABLE ranged_all PARTITION OF ranged FOR VALUES FROM (MINVALUE) TO (MAXVALUE);
+SELECT pg_temp.refusal($$SELECT * FROM snowflake_convert_column('ranged', 'id')$$);
+CREATE TABLE lent (id bigserial, region integer, PRIMARY KEY (id, region)) PARTITION BY LIST (region);
+CREATE TABLE lent_1 PARTITION OF lent FOR VALUES IN (1);
+CREATE ROLE convert_lender;
+ALTER TABLE lent OWNER TO convert_lender;
+ALTER TABLE lent_1 OWNER TO convert_mallory;
+SELECT pg_temp.refusal($$SELECT * FROM snowflake_convert_column('lent', 'id')$$);
+SELECT column_shape('ranged', 'id'), column_shape('lent', 'id');
+DROP TABLE ranged, lent;
+DROP ROLE convert_lender;
+
+-- Row-level security that hides keys from the owner (FORCE) refuses, rather than miss them, even
+-- for a superuser (the keys are read as the owner); with NO FORCE the hidden key is seen.
+CREATE ROLE convert_rls_owner;
+CREATE TABLE hidden_keys (id bigserial PRIMARY KEY, secret boolean NOT NULL);
+INSERT INTO hidden_keys VALUES (1, false), (snowflake_min_id(now() + interval '1 day'), true);
+ALTER TABLE hidden_keys ENABLE ROW LEVEL SECURITY;
+ALTER TABLE hidden_keys FORCE ROW LEVEL SECURITY;
+CREATE POLICY only_public ON hidden_keys USING (NOT secret);
+ALTER TABLE hidden_keys OWNER TO convert_rls_owner;
+SET ROLE convert_rls_owner;
+SELECT count(*) AS visible_to_owner FROM hidden_keys;
+SELECT pg_temp.refusal($$SELECT * FROM snowflake_convert_column('hidden_keys', 'id')$$);
+RESET ROLE;
+SELECT pg_temp.refusal($$SELECT * FROM snowflake_convert_column('hidden_keys', 'id')$$);
+BEGIN;
+ALTER TABLE hidden_keys NO FORCE ROW LEVEL SECURITY;
+SELECT regexp_replace(pg_temp.refusal($$SELECT * FROM snowflake_convert_column('hidden_keys', 'id')$$),
+                      '\d{19}', '<id>', 'g');
+ROLLBACK;
+SELECT column_shape('hidden_keys', 'id');
+
+-- An identity whose sequence another table's default also uses; a table that does not exist.
+CREATE TABLE identity_lender (id integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY);
+CREATE TABLE identity_borrower (id integer DEFAULT nextval('identity_lender_id_seq'));
+SELECT pg_temp.refusal($$SELECT * FROM snowflake_convert_column('identity_lender', 'id')$$);
+SELECT column_shape('identity_lender', 'id');
+SELECT pg_temp.refusal($$SELECT * FROM snowflake_convert_column(0, 'id')$$);
+
+-- Hostile names: quotes and spaces in schema, table and column, through a chain.
+CREATE TABLE "Shop Floor"."O'Brien ""Quoted"" Table" ("Key ""1""" serial PRIMARY KEY);
+CREATE TABLE "Shop Floor"."Re ferrer" ("Ref'd" integer UNIQUE
+    REFERENCES "Shop Floor"."O'Brien ""Quoted"" Table" ("Key ""1"""));
+CREATE TABLE "Shop Floor"."Re ferrer 2" (r integer REFERENCES "Shop Floor"."Re ferrer" ("Ref'd"));
+SELECT * FROM snowflake_convert_column('"Shop Floor"."O''Brien ""Quoted"" Table"', 'Key "1"');
+SELECT column_shape('"Shop Floor"."Re ferrer 2"', 'r');
+
+DROP SCHEMA mallory_space CASCADE;
+DROP TABLE vip_orders, hidden_keys;
+DROP ROLE convert_mallory, convert_rls_owner;
