@@ -2,13 +2,14 @@
 -- and a fresh install.
 CREATE EXTENSION IF NOT EXISTS snowflake;
 
--- This server, reached through its own socket, shares its own node pair; the problem says so.
+-- This server, reached through its own socket, is recognised by its instance token: it holds no
+-- pair that collides with its own.
 SELECT format('host=%s port=%s dbname=%s',
               split_part(current_setting('unix_socket_directories'), ',', 1),
               current_setting('port'), current_database()) AS self \gset
 SELECT datacenter_id, machine_id, abs(clock_offset_ms) < 1000 AS clock_close, problem
 FROM snowflake_check_peers(ARRAY[:'self']);
--- Listed twice, each copy also collides with the other.
+-- Listed twice, it is still one server.
 SELECT datacenter_id, machine_id, problem
 FROM snowflake_check_peers(ARRAY[:'self', :'self']);
 -- A database without the extension, and a server that is not there.
@@ -57,13 +58,26 @@ SELECT p.oid::regprocedure, pg_get_function_result(p.oid), p.proisstrict,
        has_function_privilege('public', p.oid, 'EXECUTE') AS public_exec,
        obj_description(p.oid, 'pg_proc') IS NOT NULL AS commented
 FROM pg_proc p WHERE proname = 'snowflake_check_peers';
-ALTER EXTENSION snowflake UPDATE;
+ALTER EXTENSION snowflake UPDATE TO '1.4';
 SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
 SELECT p.oid::regprocedure, p.proisstrict,
        has_function_privilege('public', p.oid, 'EXECUTE') AS public_exec,
        obj_description(p.oid, 'pg_proc') LIKE '%empty list is an error' AS commented_1_2
 FROM pg_proc p WHERE proname = 'snowflake_check_peers';
 SELECT count(*) FROM snowflake_check_peers('{}');
+-- Up to 1.4 the check has rules of its own: this server, listed twice, collides with itself.
+SELECT problem FROM snowflake_check_peers(ARRAY[:'self', :'self']);
+-- 1.5 judges by the fleet guard's rules, and keeps the grants.
+GRANT EXECUTE ON FUNCTION snowflake_check_peers(text[], integer, integer) TO PUBLIC;
+ALTER EXTENSION snowflake UPDATE TO '1.5';
+SELECT p.oid::regprocedure, p.proisstrict,
+       has_function_privilege('public', p.oid, 'EXECUTE') AS public_exec,
+       obj_description(p.oid, 'pg_proc') LIKE '%fleet guard''s rules%' AS commented_1_5
+FROM pg_proc p WHERE proname = 'snowflake_check_peers';
+REVOKE EXECUTE ON FUNCTION snowflake_check_peers(text[], integer, integer) FROM PUBLIC;
+SELECT problem FROM snowflake_check_peers(ARRAY[:'self', :'self']);
+ALTER EXTENSION snowflake UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
 
 -- A fresh install is the default version, with the same objects.
 DROP EXTENSION snowflake;

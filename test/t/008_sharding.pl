@@ -121,7 +121,7 @@ $rogue->safe_psql('postgres', 'CREATE EXTENSION snowflake');
 my $with_rogue = 'ARRAY[' . join(', ', map { "'$_'" } @shard_connections, plain_connstr($rogue)) . ']';
 is( $coordinator->safe_psql('postgres',
         "SELECT string_agg(coalesce(problem, 'ok'), ',') FROM snowflake_check_peers($with_rogue)"),
-    'same node pair as peer 4,ok,ok,same node pair as peer 1',
+    'same node pair as member 4,ok,ok,same node pair as member 1',
     'the peer check reports the reused node pair on both servers');
 
 # A peer that accepts the connection but never answers is reported after the timeout.

@@ -81,7 +81,7 @@ cmp_ok($duplicates, '>', 0,
 
 my $peers = "ARRAY['host=" . $primary->host . ' port=' . $primary->port . " dbname=postgres']";
 like($copy->safe_psql('postgres', "SELECT problem FROM snowflake_check_peers($peers)"),
-    qr/same node pair as this server/, 'the peer check finds the pair in use twice');
+    qr/holds this server's node pair \(\d+, \d+\)/, 'the peer check finds the pair in use twice');
 
 # The rule: give the copy its own pair before it takes writes.
 set_and_reload($copy, 'snowflake.machine_id', '10');
@@ -97,6 +97,11 @@ my $standby = PostgreSQL::Test::Cluster->new('standby');
 $standby->init_from_backup($primary, 'base', has_streaming => 1);
 $standby->start;
 $primary->wait_for_catchup($standby);
+my $standby_peer =
+  "ARRAY['host=" . $standby->host . ' port=' . $standby->port . " dbname=postgres']";
+is($primary->safe_psql('postgres',
+        "SELECT coalesce(problem, 'none') FROM snowflake_check_peers($standby_peer)"),
+    'none', 'the peer check finds no duplicate in a standby with its primary\'s pair');
 $primary->stop;
 $standby->promote;
 ($ret, $stdout, $stderr) = $standby->psql('postgres',
