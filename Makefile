@@ -24,14 +24,15 @@ DATA = src/sql/snowflake--1.0.sql src/sql/snowflake--1.0--1.1.sql \
 	src/sql/snowflake--1.1--1.2.sql \
 	src/sql/snowflake--1.2--1.3.sql \
 	src/sql/snowflake--1.3--1.4.sql \
-	src/sql/snowflake--1.4--1.5.sql
+	src/sql/snowflake--1.4--1.5.sql \
+	src/sql/snowflake--1.5.sql
 PGFILEDESC = "snowflake - Twitter-layout Snowflake ids"
 # The documentation beyond the README, installed beside other extensions' documentation.
 DOCS = doc/design.md doc/operations.md doc/performance.md doc/reference.md doc/security.md \
 	doc/testing.md
 
 # pg_regress, pg_isolation_regress and prove each start their own throwaway servers.
-REGRESS = codec generate info errors time_predicates partitioning peers convert
+REGRESS = codec generate info errors time_predicates partitioning peers convert install
 REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=test/snowflake.conf
 ISOLATION = interleaved_order time_predicates_sessions
 ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_check_iso \
@@ -77,12 +78,14 @@ uninstall-docs:
 BITCODE_CXXFLAGS += $(SNOWFLAKE_CXXFLAGS)
 
 # Every object is rebuilt when a header changes (the shared-memory struct's layout must agree
-# across all of them) and when PG_CONFIG names another PostgreSQL (an object built for one does
-# not load into another): the stamp file is rewritten whenever the server version differs.
+# across all of them), when PG_CONFIG names another PostgreSQL (an object built for one does not
+# load into another: the stamp file is rewritten whenever the server version differs), and when
+# the control file changes (the library reports its version).
 PG_BUILD_STAMP = .pg_build_stamp
 $(shell echo '$(PG_CONFIG) $(VERSION)' | cmp -s - $(PG_BUILD_STAMP) || \
 	echo '$(PG_CONFIG) $(VERSION)' > $(PG_BUILD_STAMP))
-$(OBJS) $(OBJS:.o=.bc): $(wildcard $(srcdir)/src/core/*.hpp $(srcdir)/src/pg/*.hpp) $(PG_BUILD_STAMP)
+$(OBJS) $(OBJS:.o=.bc): $(wildcard $(srcdir)/src/core/*.hpp $(srcdir)/src/pg/*.hpp) $(PG_BUILD_STAMP) \
+	$(srcdir)/snowflake.control
 
 CORE_SOURCES = src/core/codec.cpp src/core/fleet.cpp src/core/generator.cpp src/core/key_floor.cpp \
 	src/core/mark_file.cpp

@@ -16,7 +16,7 @@ RETURNS TABLE (object text, change text)
 COMMENT ON FUNCTION snowflake_convert_column(regclass, name) IS
     'Turns a smallint, integer or bigint key fed by a sequence or an identity into bigint DEFAULT snowflake_nextval(), keeping every key and widening every column its values reach (foreign keys, partitions, inheritance children, chains of keys), each table altered as its owner, in the caller''s transaction; returns each change made';
 
--- The same function, judged by the fleet guard's rules (doc/reference.md "Checking peers"): the
+-- The same function, judged by the fleet guard's rules (doc/reference.md "Peer check"): the
 -- server it runs on is recognised by its instance token, a standby holds no pair, one server
 -- listed twice is one server, and the problems are worded as the guard words them. CREATE OR
 -- REPLACE keeps its grants (not to PUBLIC); CALLED ON NULL INPUT as since 1.2.

@@ -1,0 +1,41 @@
+-- The complete install script of the current version (snowflake--1.5.sql) and the update scripts
+-- from 1.0 through every version are different files: both must end with the same objects,
+-- definitions, comments, grants and composite types, or one of them is wrong.
+CREATE EXTENSION IF NOT EXISTS snowflake;
+DROP EXTENSION snowflake;
+CREATE EXTENSION snowflake;
+SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
+
+-- Every member of the extension, described with all that a script sets on it.
+CREATE FUNCTION pg_temp.extension_objects() RETURNS SETOF text LANGUAGE sql AS $$
+SELECT pg_describe_object(d.classid, d.objid, 0)
+       || coalesce(' ' || obj_description(d.objid, d.classid::regclass::text), '')
+       || CASE d.classid
+              WHEN 'pg_proc'::regclass THEN
+                  ' ' || pg_get_functiondef(d.objid) || ' public:'
+                  || has_function_privilege('public', d.objid, 'EXECUTE')
+              WHEN 'pg_type'::regclass THEN ' ' || coalesce((
+                  SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod), ', '
+                                    ORDER BY a.attnum)
+                  FROM pg_type AS t JOIN pg_attribute AS a ON a.attrelid = t.typrelid
+                  WHERE t.oid = d.objid AND a.attnum > 0), '')
+              ELSE '' END
+FROM pg_depend AS d JOIN pg_extension AS e ON d.refobjid = e.oid
+WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e' AND e.extname = 'snowflake'
+$$;
+CREATE TEMP TABLE fresh_install AS SELECT * FROM pg_temp.extension_objects() AS o (object);
+SELECT count(*) >= 18 AS has_objects FROM fresh_install;
+
+DROP EXTENSION snowflake;
+CREATE EXTENSION snowflake VERSION '1.0';
+ALTER EXTENSION snowflake UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
+-- Rows only the fresh install has, then rows only the updated one has: none either way.
+SELECT 'fresh only' AS side, object FROM fresh_install
+EXCEPT SELECT 'fresh only', o FROM pg_temp.extension_objects() AS o
+UNION ALL
+(SELECT 'updated only', o FROM pg_temp.extension_objects() AS o
+ EXCEPT SELECT 'updated only', object FROM fresh_install);
+
+DROP EXTENSION snowflake;
+CREATE EXTENSION snowflake;

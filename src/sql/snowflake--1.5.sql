@@ -1,0 +1,181 @@
+-- The snowflake extension, version 1.5, complete: what CREATE EXTENSION snowflake installs. The
+-- update scripts from 1.0 (snowflake--1.0--1.1.sql and on) reach the same objects, which the
+-- regression test install.sql compares; a change to the extension goes into both.
+\echo Use "CREATE EXTENSION snowflake" to load this file. \quit
+
+-- Types -----------------------------------------------------------------------------------------
+
+CREATE TYPE snowflake_parts AS (
+    created_at timestamptz,
+    unix_ms bigint,
+    datacenter_id integer,
+    machine_id integer,
+    sequence integer
+);
+COMMENT ON TYPE snowflake_parts IS
+    'The fields of a Snowflake id: creation instant (ms), Unix ms, datacenter id, machine id, sequence';
+
+CREATE TYPE snowflake_info AS (
+    datacenter_id integer,
+    machine_id integer,
+    epoch timestamptz,
+    last_timestamp timestamptz,
+    ids_generated bigint,
+    sequence_waits bigint,
+    clock_rollbacks bigint,
+    persisted_mark timestamptz
+);
+COMMENT ON TYPE snowflake_info IS
+    'Settings and generator state of this server, as returned by snowflake_info()';
+
+-- Generation ------------------------------------------------------------------------------------
+
+-- VOLATILE: every call returns a new id. PARALLEL SAFE: workers draw from the same shared state.
+CREATE FUNCTION snowflake_nextval() RETURNS bigint
+    AS 'MODULE_PATHNAME', 'snowflake_nextval'
+    LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_nextval() IS
+    'A new Snowflake id from this server''s generator: unique and strictly increasing per server';
+
+-- Decoding: IMMUTABLE because an id's fields never change; STRICT so NULL in gives NULL out. ----
+
+CREATE FUNCTION snowflake_decode(id bigint) RETURNS snowflake_parts
+    AS 'MODULE_PATHNAME', 'snowflake_decode'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_decode(bigint) IS
+    'All fields of a Snowflake id as a snowflake_parts row';
+
+CREATE FUNCTION snowflake_timestamp(id bigint) RETURNS timestamptz
+    AS 'MODULE_PATHNAME', 'snowflake_timestamp'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_timestamp(bigint) IS
+    'The instant a Snowflake id was made, to the millisecond';
+
+CREATE FUNCTION snowflake_unix_ms(id bigint) RETURNS bigint
+    AS 'MODULE_PATHNAME', 'snowflake_unix_ms'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_unix_ms(bigint) IS
+    'The timestamp of a Snowflake id in Unix milliseconds';
+
+CREATE FUNCTION snowflake_datacenter_id(id bigint) RETURNS integer
+    AS 'MODULE_PATHNAME', 'snowflake_datacenter_id'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_datacenter_id(bigint) IS
+    'The datacenter id (0-31) of the node that made a Snowflake id';
+
+CREATE FUNCTION snowflake_machine_id(id bigint) RETURNS integer
+    AS 'MODULE_PATHNAME', 'snowflake_machine_id'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_machine_id(bigint) IS
+    'The machine id (0-31) of the node that made a Snowflake id';
+
+CREATE FUNCTION snowflake_sequence(id bigint) RETURNS integer
+    AS 'MODULE_PATHNAME', 'snowflake_sequence'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_sequence(bigint) IS
+    'The per-millisecond sequence number (0-4095) of a Snowflake id';
+
+-- Encoding: IMMUTABLE and STRICT; out-of-range fields raise 22003 instead of wrapping. ----------
+
+CREATE FUNCTION snowflake_encode(unix_ms bigint, datacenter_id integer, machine_id integer,
+                                 sequence integer) RETURNS bigint
+    AS 'MODULE_PATHNAME', 'snowflake_encode_unix_ms'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_encode(bigint, integer, integer, integer) IS
+    'The Snowflake id with these fields, the timestamp given in Unix milliseconds';
+
+CREATE FUNCTION snowflake_encode(created_at timestamptz, datacenter_id integer, machine_id integer,
+                                 sequence integer) RETURNS bigint
+    AS 'MODULE_PATHNAME', 'snowflake_encode_timestamptz'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_encode(timestamptz, integer, integer, integer) IS
+    'The Snowflake id with these fields; sub-millisecond digits are truncated toward the past';
+
+-- Time-range helpers: IMMUTABLE so the planner folds them into index bounds; they clamp, never fail.
+
+CREATE FUNCTION snowflake_min_id(ts timestamptz) RETURNS bigint
+    AS 'MODULE_PATHNAME', 'snowflake_min_id'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_min_id(timestamptz) IS
+    'The smallest Snowflake id made at or after ts: id >= snowflake_min_id(a) AND id < snowflake_min_id(b) selects [a, b)';
+
+CREATE FUNCTION snowflake_max_id(ts timestamptz) RETURNS bigint
+    AS 'MODULE_PATHNAME', 'snowflake_max_id'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_max_id(timestamptz) IS
+    'The largest Snowflake id made at or before ts';
+
+-- Introspection: VOLATILE because the state moves with every id. -------------------------------
+
+CREATE FUNCTION snowflake_info() RETURNS snowflake_info
+    AS 'MODULE_PATHNAME', 'snowflake_info'
+    LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_info() IS
+    'This server''s node ids, epoch, last timestamp used and generator counters';
+
+-- Checking other servers ----------------------------------------------------------------------
+
+-- VOLATILE: it asks other servers. PARALLEL UNSAFE (the default): it opens connections. CALLED ON
+-- NULL INPUT: a NULL argument or an empty list is an error, not a check of nothing. Judged by the
+-- fleet guard's rules (doc/reference.md "Peer check"). Not for PUBLIC: it connects out as the
+-- server.
+CREATE FUNCTION snowflake_check_peers(
+    peers text[],
+    max_clock_offset_ms integer DEFAULT 10000,
+    timeout_ms integer DEFAULT 5000)
+RETURNS TABLE (
+    peer text,
+    datacenter_id integer,
+    machine_id integer,
+    clock_offset_ms bigint,
+    problem text)
+    AS 'MODULE_PATHNAME', 'snowflake_check_peers_with_fleet_rules'
+    LANGUAGE C VOLATILE CALLED ON NULL INPUT;
+REVOKE EXECUTE ON FUNCTION snowflake_check_peers(text[], integer, integer) FROM PUBLIC;
+COMMENT ON FUNCTION snowflake_check_peers(text[], integer, integer) IS
+    'Connects to each peer (libpq connection strings) at once and reports its node ids, its clock offset from this server, and what is wrong by the fleet guard''s rules: another live server holding this server''s node pair or another peer''s, ids not set, the extension missing or not preloaded, no answer, a clock too far off; this server, recognised by its instance token, and standbys hold no pair. A NULL argument or an empty list is an error';
+
+-- Converting a key ------------------------------------------------------------------------------
+
+-- A C driver, so that each table is altered, read and judged as its owner in a
+-- security-restricted operation, every path of the key's values is followed, and a table that
+-- cannot take a new id is refused before anything changes (doc/design.md "The conversion").
+-- VOLATILE: it alters tables. PARALLEL UNSAFE (the default). CALLED ON NULL INPUT: a NULL argument
+-- is refused rather than converting nothing unnoticed. For PUBLIC: it converts only tables whose
+-- owners the caller acts for, and pins search_path itself.
+CREATE FUNCTION snowflake_convert_column("table" regclass, "column" name)
+RETURNS TABLE (object text, change text)
+    AS 'MODULE_PATHNAME', 'snowflake_convert_column'
+    LANGUAGE C VOLATILE CALLED ON NULL INPUT;
+COMMENT ON FUNCTION snowflake_convert_column(regclass, name) IS
+    'Turns a smallint, integer or bigint key fed by a sequence or an identity into bigint DEFAULT snowflake_nextval(), keeping every key and widening every column its values reach (foreign keys, partitions, inheritance children, chains of keys), each table altered as its owner, in the caller''s transaction; returns each change made';
+
+-- The fleet guard --------------------------------------------------------------------------------
+
+-- VOLATILE: they read what the fleet guard found last, which changes at every check. Not for
+-- PUBLIC: the members are connection strings (passwords masked) of the servers that generate.
+CREATE FUNCTION snowflake_fleet_status()
+RETURNS TABLE (
+    member text,
+    self boolean,
+    datacenter_id integer,
+    machine_id integer,
+    clock_offset_ms bigint,
+    problem text,
+    checked_at timestamptz)
+    AS 'MODULE_PATHNAME', 'snowflake_fleet_status'
+    LANGUAGE C VOLATILE;
+REVOKE EXECUTE ON FUNCTION snowflake_fleet_status() FROM PUBLIC;
+COMMENT ON FUNCTION snowflake_fleet_status() IS
+    'One row per member of snowflake.fleet as the fleet guard found it at its last check: whether it is this server, its node ids, its clock offset from this server, and what is wrong (no answer, library or ids missing, this server''s node pair or another member''s, a clock too far off)';
+
+CREATE FUNCTION snowflake_fleet_summary(
+    OUT checked_at timestamptz,
+    OUT members integer,
+    OUT members_with_problems integer,
+    OUT refusing boolean)
+    AS 'MODULE_PATHNAME', 'snowflake_fleet_summary'
+    LANGUAGE C VOLATILE;
+REVOKE EXECUTE ON FUNCTION snowflake_fleet_summary() FROM PUBLIC;
+COMMENT ON FUNCTION snowflake_fleet_summary() IS
+    'When the fleet guard last checked snowflake.fleet, how many members it has and how many have a problem, and whether snowflake_nextval() refuses because another live member holds this server''s node pair';
