@@ -18,7 +18,6 @@ OBJS = \
 	src/pg/module.o \
 	src/pg/peer_query.o \
 	src/pg/restored_copy.o \
-	src/pg/result_set.o \
 	src/pg/time_predicates.o
 DATA = src/sql/snowflake--1.0.sql src/sql/snowflake--1.0--1.1.sql \
 	src/sql/snowflake--1.1--1.2.sql \

@@ -18,6 +18,8 @@ extern "C" {
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
+#include "funcapi.h"
+#include "nodes/execnodes.h"
 #include "lib/stringinfo.h"
 #include "libpq-fe.h"
 #include "miscadmin.h"
@@ -33,7 +35,6 @@ PG_FUNCTION_INFO_V1(snowflake_check_peers_with_fleet_rules);
 #include "core/fleet.hpp"
 #include "pg/fleet_guard.hpp"
 #include "pg/peer_query.hpp"
-#include "pg/result_set.hpp"
 #include "pg/settings.hpp"
 
 namespace {
@@ -195,9 +196,10 @@ PeerReport new_report(const char *conninfo, int position) {
 
 // One result row per peer; a value the peer did not give is NULL.
 void emit_reports(FunctionCallInfo fcinfo, const PeerReport *reports, int count) {
-    TupleDesc tupdesc;
-    Tuplestorestate *store =
-        snowflake_begin_result_set(fcinfo, "snowflake_check_peers()", &tupdesc);
+    InitMaterializedSRF(fcinfo, 0);
+    const auto *result_info = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
+    Tuplestorestate *store = result_info->setResult;
+    const TupleDesc tupdesc = result_info->setDesc;
     for (int r = 0; r < count; r++) {
         const PeerReport &report = reports[r];
         const PeerAnswer &answer = report.answer;

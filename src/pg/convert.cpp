@@ -25,6 +25,8 @@ extern "C" {
 #include "executor/executor.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "funcapi.h"
+#include "nodes/execnodes.h"
 #include "miscadmin.h"
 #include "nodes/bitmapset.h"
 #include "optimizer/optimizer.h"
@@ -45,7 +47,6 @@ extern "C" {
 #include <cstdlib>
 #include <cstring>
 
-#include "pg/result_set.hpp"
 
 extern "C" {
 PG_FUNCTION_INFO_V1(snowflake_convert_column);
@@ -1010,8 +1011,10 @@ extern "C" Datum snowflake_convert_column(PG_FUNCTION_ARGS) {
     }
     const Oid relation = PG_GETARG_OID(0);
     const char *column = NameStr(*PG_GETARG_NAME(1));
-    TupleDesc tupdesc;
-    Tuplestorestate *store = snowflake_begin_result_set(fcinfo, kFunctionName, &tupdesc);
+    InitMaterializedSRF(fcinfo, 0);
+    const auto *result_info = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
+    Tuplestorestate *store = result_info->setResult;
+    const TupleDesc tupdesc = result_info->setDesc;
 
     // Names print and resolve as in a function with SET search_path = pg_catalog, pg_temp.
     const int guc_nest_level = NewGUCNestLevel();

@@ -30,6 +30,7 @@ extern "C" {
 #include "access/htup_details.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "nodes/execnodes.h"
 #include "lib/stringinfo.h"
 #include "libpq-fe.h"
 #include "miscadmin.h"
@@ -57,7 +58,6 @@ PGDLLEXPORT void snowflake_fleet_guard_main(Datum main_arg);
 #include "core/fleet.hpp"
 #include "pg/fleet_guard.hpp"
 #include "pg/peer_query.hpp"
-#include "pg/result_set.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
 
@@ -529,9 +529,10 @@ void snowflake_fleet_guard_main(Datum) {
 // One row per member of the last check.
 Datum snowflake_fleet_status(PG_FUNCTION_ARGS) {
     require_fleet_memory();
-    TupleDesc tupdesc;
-    Tuplestorestate *store =
-        snowflake_begin_result_set(fcinfo, "snowflake_fleet_status()", &tupdesc);
+    InitMaterializedSRF(fcinfo, 0);
+    const auto *result_info = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
+    Tuplestorestate *store = result_info->setResult;
+    const TupleDesc tupdesc = result_info->setDesc;
     LWLockAcquire(fleet_shared->lock, LW_SHARED);
     const TimestampTz checked_at = fleet_shared->checked_at;
     const int count = checked_at != 0 ? fleet_shared->member_count : 0;
