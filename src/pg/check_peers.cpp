@@ -42,7 +42,7 @@ namespace {
 // What one peer said, or why it said nothing, and what is wrong with it.
 struct PeerReport {
     const char *peer;     // the connection string, password hidden
-    bool gives_password;  // a password in the string itself, and no passfile
+    bool gives_password;  // a password in the string itself, and none of the server's files
     PeerAnswer answer;
     StringInfoData problems;
 };
@@ -159,13 +159,10 @@ void check_arguments(FunctionCallInfo fcinfo) {
 }
 
 // A report for one connection string, validated before any connection is made: libpq must parse
-// it, and whether it carries a password decides what a caller who is not a superuser may do.
+// it, and what it says about credentials decides what a caller who is not a superuser may do.
 PeerReport new_report(const char *conninfo, int position) {
-    char *parse_error = nullptr;
-    PQconninfoOption *options = PQconninfoParse(conninfo, &parse_error);
-    if (options == nullptr) {
-        // libpq's message quotes the string, password and all: it is never shown or logged.
-        PQfreemem(parse_error);
+    const ConninfoFacts facts = snowflake_inspect_conninfo(conninfo);
+    if (!facts.parses) {
         ereport(ERROR,
                 (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                  errmsg("invalid connection string for peer %d", position),
@@ -177,18 +174,8 @@ PeerReport new_report(const char *conninfo, int position) {
                          "password as %%25.")));
     }
     PeerReport report{};
-    report.peer = snowflake_displayable_conninfo(options);
-    report.gives_password = true;
-    for (PQconninfoOption *option = options; option->keyword != nullptr; option++) {
-        const bool set = option->val != nullptr && option->val[0] != '\0';
-        if (strcmp(option->keyword, "password") == 0 && !set) {
-            report.gives_password = false;
-        }
-        if (strcmp(option->keyword, "passfile") == 0 && set) {
-            report.gives_password = false;
-        }
-    }
-    PQconninfoFree(options);
+    report.peer = facts.displayable;
+    report.gives_password = facts.gives_password && !facts.names_server_files;
     report.answer.node_ids = PeerNodeIds::kLibraryNotLoaded;
     initStringInfo(&report.problems);
     return report;
@@ -263,7 +250,8 @@ Datum check_peers(FunctionCallInfo fcinfo, PeerRules rules) {
         if (!superuser() && !reports[i].gives_password) {
             add_problem(&reports[i],
                         "not checked: a caller who is not a superuser must give a password in the "
-                        "connection string, and no passfile");
+                        "connection string, and no setting that uses the server's own files "
+                        "(passfile, service, servicefile, sslcert, sslkey, sslkeylogfile)");
             continue;
         }
         questions[asked_count].conninfo = conninfos[i];

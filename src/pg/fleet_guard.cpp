@@ -250,14 +250,10 @@ void check_fleet() {
     for (int i = 0; i < count; i++) {
         const char *conninfo = pnstrdup(list + spans[i].begin, spans[i].length);
         questions[i].conninfo = conninfo;
-        char *parse_error = nullptr;
-        PQconninfoOption *options = PQconninfoParse(conninfo, &parse_error);
         // The setting's check accepted every member, so the string parses.
-        copy_printable(
-            statuses[i].member, kMemberTextBytes,
-            options != nullptr ? snowflake_displayable_conninfo(options) : "(unparsable)");
-        PQconninfoFree(options);
-        PQfreemem(parse_error);
+        const ConninfoFacts facts = snowflake_inspect_conninfo(conninfo);
+        copy_printable(statuses[i].member, kMemberTextBytes,
+                       facts.parses ? facts.displayable : "(unparsable)");
     }
     const snowflake::ThisServer self{fleet_shared->instance_token,
                                      static_cast<int32_t>(snowflake_datacenter_id_setting),
@@ -382,12 +378,10 @@ bool snowflake_check_fleet_setting(char **new_value, void **extra, GucSource sou
     }
     for (int i = 0; i < split.count; i++) {
         char *member = pnstrdup(list + spans[i].begin, spans[i].length);
-        char *parse_error = nullptr;
-        PQconninfoOption *options = PQconninfoParse(member, &parse_error);
+        const ConninfoFacts facts = snowflake_inspect_conninfo(member);
         pfree(member);
-        if (options == nullptr) {
+        if (!facts.parses) {
             // libpq's message quotes the string: it is not shown.
-            PQfreemem(parse_error);
             GUC_check_errdetail("Member %d of snowflake.fleet is not a libpq connection string.",
                                 i + 1);
             GUC_check_errhint(
@@ -396,13 +390,7 @@ bool snowflake_check_fleet_setting(char **new_value, void **extra, GucSource sou
                 "dbname=app'.");
             return false;
         }
-        bool carries_secret = false;
-        for (PQconninfoOption *option = options; option->keyword != nullptr; option++) {
-            const bool set = option->val != nullptr && option->val[0] != '\0';
-            carries_secret |= set && option->dispchar != nullptr && option->dispchar[0] == '*';
-        }
-        PQconninfoFree(options);
-        if (carries_secret) {
+        if (facts.carries_secret) {
             // PostgreSQL logs a changed setting's new value at every reload.
             GUC_check_errdetail(
                 "Member %d of snowflake.fleet carries a password, which the "

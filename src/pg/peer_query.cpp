@@ -158,8 +158,17 @@ bool start_connection(PeerQuestion *question, const char *application_name, Time
                     "(see max_files_per_process)");
     }
     question->holds_external_fd = true;
-    const char *keywords[] = {"dbname", "fallback_application_name", nullptr};
-    const char *values[] = {question->conninfo, application_name, nullptr};
+    // Settings after dbname override those of the string it expands to. A path under /dev/null
+    // names no file (ENOTDIR), so libpq offers no certificate and reads no passfile, not even the
+    // server user's defaults in ~/.postgresql/ and ~/.pgpass.
+    constexpr char kNoFile[] = "/dev/null/lent-by-no-one";
+    const char *keywords[] = {
+        "dbname", "fallback_application_name", "sslcert", "sslkey", "passfile", nullptr};
+    const char *values[] = {
+        question->conninfo, application_name, kNoFile, kNoFile, kNoFile, nullptr};
+    if (!question->require_password) {
+        keywords[2] = nullptr;
+    }
     question->connection = PQconnectStartParams(keywords, values, 1);
     if (question->connection == nullptr) {
         ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
@@ -327,7 +336,19 @@ pg_noinline void run_round(PeerQuestion *questions, int count, const char *appli
 
 }  // namespace
 
-const char *snowflake_displayable_conninfo(PQconninfoOption *options) {
+ConninfoFacts snowflake_inspect_conninfo(const char *conninfo) {
+    // The settings through which libpq reads (or writes) the server's own files.
+    static const char *const server_file_settings[] = {
+        "passfile", "service", "servicefile", "sslcert", "sslkey", "sslkeylogfile",
+    };
+    ConninfoFacts facts{};
+    char *parse_error = nullptr;
+    PQconninfoOption *options = PQconninfoParse(conninfo, &parse_error);
+    if (options == nullptr) {
+        PQfreemem(parse_error);
+        return facts;
+    }
+    facts.parses = true;
     StringInfoData text;
     initStringInfo(&text);
     for (PQconninfoOption *option = options; option->keyword != nullptr; option++) {
@@ -337,8 +358,15 @@ const char *snowflake_displayable_conninfo(PQconninfoOption *options) {
         const bool secret = option->dispchar != nullptr && option->dispchar[0] == '*';
         appendStringInfo(&text, "%s%s=%s", text.len > 0 ? " " : "", option->keyword,
                          secret ? "********" : option->val);
+        facts.carries_secret |= secret;
+        facts.gives_password |= strcmp(option->keyword, "password") == 0;
+        for (const char *setting : server_file_settings) {
+            facts.names_server_files |= strcmp(option->keyword, setting) == 0;
+        }
     }
-    return text.data;
+    PQconninfoFree(options);
+    facts.displayable = text.data;
+    return facts;
 }
 
 void snowflake_ask_peers(PeerQuestion *questions, int count, const char *application_name,

@@ -37,9 +37,25 @@ struct PeerAnswer {
 static_assert(std::is_trivially_destructible_v<PeerAnswer>,
               "answers live across ereport calls and must own nothing");
 
-// The connection string as it may be shown back: every setting, each one that libpq marks as
-// secret (password, sslpassword, and any a later libpq adds) masked.
-const char *snowflake_displayable_conninfo(PQconninfoOption *options);
+// What a connection string says, read once for each of its uses (the fleet list's check, what the
+// checks show back, what a caller who is not a superuser may ask for).
+struct ConninfoFacts {
+    bool parses;              // libpq can parse it; nothing else is set otherwise
+    const char *displayable;  // every setting, each one libpq marks as secret masked
+    bool gives_password;      // a non-empty password in the string itself
+    bool carries_secret;      // a setting libpq marks as secret (password, sslpassword, ...)
+    // A setting through which libpq would use the server's own files: its passfile, a service
+    // file, a client certificate or key, a file to write TLS keys to. Only a superuser may lend
+    // those out.
+    bool names_server_files;
+};
+
+static_assert(std::is_trivially_destructible_v<ConninfoFacts>,
+              "facts live across ereport calls and must own nothing");
+
+// Reads the string with libpq's parser; a string it cannot parse is never quoted, since libpq's
+// message would show a password in it.
+ConninfoFacts snowflake_inspect_conninfo(const char *conninfo);
 
 // Where a question stands while its round runs.
 enum class PeerQuestionState : uint8_t {
@@ -53,8 +69,9 @@ enum class PeerQuestionState : uint8_t {
 // the caller (the rest zeroed); the others are the round's.
 struct PeerQuestion {
     const char *conninfo;
-    // Only an answer over a connection that used a password counts (a caller who is not a
-    // superuser may not lend out the server's own credentials).
+    // For a caller who is not a superuser, who may not lend out the server's own credentials: the
+    // connection offers no client certificate and reads no passfile, and only an answer over a
+    // connection that used the string's password counts.
     bool require_password;
     PeerAnswer answer;
     PeerQuestionState state;
