@@ -9,9 +9,13 @@
 
 namespace snowflake {
 
-KeyWindow key_window(int64_t now_unix_ms, int64_t max_lead_ms, Node node) noexcept {
+int64_t key_window_end(int64_t first_read_unix_ms, int64_t max_lead_ms) noexcept {
     const int64_t lead_ms = std::max<int64_t>(max_lead_ms, 0);
-    const int64_t last_ms = now_unix_ms > kMaxUnixMs - lead_ms ? kMaxUnixMs : now_unix_ms + lead_ms;
+    return first_read_unix_ms > kMaxUnixMs - lead_ms ? kMaxUnixMs : first_read_unix_ms + lead_ms;
+}
+
+KeyWindow key_window(int64_t now_unix_ms, int64_t window_end_unix_ms, Node node) noexcept {
+    const int64_t last_ms = std::max(now_unix_ms - 1, std::min(window_end_unix_ms, kMaxUnixMs));
     return {min_id_at_or_after(now_unix_ms), max_id_at_or_before(last_ms), last_ms, node.bits};
 }
 

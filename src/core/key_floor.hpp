@@ -17,17 +17,21 @@ inline constexpr int64_t kNodeFieldsMask = ((int64_t{1} << (kDatacenterBits + kM
                                            << kMachineShift;
 
 // The keys of this server's node pair that matter at a clock reading: those from its millisecond
-// up to max_lead_ms ahead of it raise the generator; those further ahead are reported and left
-// out, so that no stored key holds generation back for longer than max_lead_ms. Keys before the
-// reading need no look: the generator is raised through the millisecond before it instead.
+// up to the window's end raise the generator; those further ahead are reported and left out, so
+// that no stored key holds generation back past the window's end. Keys before the reading need no
+// look: the generator is raised through the millisecond before it instead.
 struct KeyWindow {
     int64_t lowest_id;     // the first id of the clock's millisecond
-    int64_t highest_id;    // the last id max_lead_ms ahead of it, clamped to the layout
+    int64_t highest_id;    // the last id of the window's end; below lowest_id once it has passed
     int64_t last_unix_ms;  // the millisecond of highest_id
     int64_t node_fields;
 };
 
-KeyWindow key_window(int64_t now_unix_ms, int64_t max_lead_ms, Node node) noexcept;
+// The window's end is fixed by the first read after a start, max_lead_ms past that clock reading,
+// so that reads of later databases (or of the same one again) cannot move it on.
+int64_t key_window_end(int64_t first_read_unix_ms, int64_t max_lead_ms) noexcept;
+
+KeyWindow key_window(int64_t now_unix_ms, int64_t window_end_unix_ms, Node node) noexcept;
 
 // The millisecond the generator is raised through for the highest key found in the window (-1
 // when none): that key's, or the one before the clock reading, whichever is later.

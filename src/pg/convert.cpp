@@ -41,6 +41,7 @@ extern "C" {
 #include "utils/rel.h"
 #include "utils/rls.h"
 #include "utils/syscache.h"
+#include "utils/tuplestore.h"
 #include "utils/typcache.h"
 }
 

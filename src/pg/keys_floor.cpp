@@ -117,6 +117,12 @@ constexpr char kKeyColumnsQuery[] =
     " AND c.relkind IN ('r', 'm') AND c.relpersistence <> 't'"
     " ORDER BY 1, 2";
 
+// The prepared transactions of this database: a table, column, default or index they created is
+// in no catalog a read can see, so their keys count as reaching the end of the window.
+constexpr char kPreparedTransactionsQuery[] =
+    "SELECT pg_catalog.count(*) FROM pg_catalog.pg_prepared_xacts "
+    "WHERE database OPERATOR(pg_catalog.=) pg_catalog.current_database()";
+
 // The databases that take connections, other than templates, and are not in the checked list.
 constexpr char kUncheckedDatabasesQuery[] =
     "SELECT pg_catalog.count(*) FROM pg_catalog.pg_database "
@@ -198,6 +204,7 @@ struct KeyProbe {
     const char *key_source;  // where it is stored: column, table and database
     int locked_out;          // tables that could not be locked within the budget
     const char *first_locked_out;
+    int64 prepared_transactions;
 };
 
 static_assert(std::is_trivially_destructible_v<KeyProbe>,
@@ -389,13 +396,10 @@ void probe_column(Oid table_oid, AttrNumber column, const snowflake::KeyWindow &
 
 // Every column of this database that may hold keys of snowflake_nextval(), read once each.
 KeyProbe probe_keys(Oid nextval_oid, const snowflake::KeyWindow &window, int64 now_unix_ms) {
-    KeyProbe probe{CurrentMemoryContext,
-                   GetCurrentTimestamp() + kLockWaitBudgetMs * 1000,
-                   0,
-                   -1,
-                   nullptr,
-                   0,
-                   nullptr};
+    KeyProbe probe{};
+    probe.result_context = CurrentMemoryContext;
+    probe.lock_budget_end = GetCurrentTimestamp() + kLockWaitBudgetMs * 1000;
+    probe.highest_key = -1;
     SPI_connect();
     Oid oid_type[1] = {OIDOID};
     Datum nextval_argument[1] = {ObjectIdGetDatum(nextval_oid)};
@@ -415,6 +419,7 @@ KeyProbe probe_keys(Oid nextval_oid, const snowflake::KeyWindow &window, int64 n
         columns[i] =
             DatumGetInt16(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &is_null));
     }
+    probe.prepared_transactions = query_bigint(kPreparedTransactionsQuery, 0, nullptr, nullptr);
     SPI_finish();
     for (uint64 i = 0; i < column_count; i++) {
         probe_column(tables[i], columns[i], window, now_unix_ms, &probe);
@@ -510,8 +515,12 @@ void snowflake_check_database_keys(SnowflakeShared *shared, Oid nextval_oid, sno
         return;
     }
     const int64 now_unix_ms = snowflake::unix_ms_floor_from_pg_us(GetCurrentTimestamp());
-    const snowflake::KeyWindow window =
-        snowflake::key_window(now_unix_ms, snowflake_key_floor_max_lead_setting, node);
+    int64 window_end_ms = 0;
+    (void)shared->key_window_end_ms.compare_exchange_strong(
+        window_end_ms,
+        snowflake::key_window_end(now_unix_ms, snowflake_key_floor_max_lead_setting));
+    window_end_ms = shared->key_window_end_ms.load();
+    const snowflake::KeyWindow window = snowflake::key_window(now_unix_ms, window_end_ms, node);
     Oid saved_user;
     int saved_security_context;
     GetUserIdAndSecContext(&saved_user, &saved_security_context);
@@ -529,6 +538,12 @@ void snowflake_check_database_keys(SnowflakeShared *shared, Oid nextval_oid, sno
                 : psprintf("table %s (and %d more)", probe.first_locked_out, probe.locked_out - 1);
         raise_floor_through(shared, window.last_unix_ms, -1, source, now_unix_ms);
     }
+    if (probe.prepared_transactions > 0) {
+        raise_floor_through(shared, window.last_unix_ms, -1,
+                            psprintf("the tables of %lld prepared transactions",
+                                     static_cast<long long>(probe.prepared_transactions)),
+                            now_unix_ms);
+    }
     raise_floor_through(shared,
                         snowflake::key_floor_through_ms(window, now_unix_ms, probe.highest_key),
                         probe.highest_key, probe.key_source, now_unix_ms);
@@ -537,7 +552,7 @@ void snowflake_check_database_keys(SnowflakeShared *shared, Oid nextval_oid, sno
     SetUserIdAndSecContext(saved_user, saved_security_context);
 
     const char *database = get_database_name(MyDatabaseId);
-    if (probe.locked_out > 0) {
+    if (probe.locked_out > 0 && window.last_unix_ms >= now_unix_ms) {
         char until_text[MAXDATELEN + 1];
         strlcpy(until_text, timestamptz_to_str(snowflake::pg_us_from_unix_ms(window.last_unix_ms)),
                 sizeof(until_text));
@@ -551,6 +566,19 @@ void snowflake_check_database_keys(SnowflakeShared *shared, Oid nextval_oid, sno
                            until_text),
                  errhint("Generation resumes by itself then. Find the sessions that hold the "
                          "locks in pg_locks.")));
+    }
+    if (probe.prepared_transactions > 0 && window.last_unix_ms >= now_unix_ms) {
+        ereport(WARNING,
+                (errmsg("snowflake: database \"%s\" has %lld prepared transactions, whose tables "
+                        "the reads of keys cannot see",
+                        database, static_cast<long long>(probe.prepared_transactions)),
+                 errdetail("Their keys count as reaching %s, the furthest ahead a key of this "
+                           "server's node pair may raise the generator "
+                           "(snowflake.key_floor_max_lead): ids are held back until then.",
+                           timestamptz_to_str(snowflake::pg_us_from_unix_ms(window.last_unix_ms))),
+                 errhint("Generation resumes by itself then. Commit or roll back the prepared "
+                         "transactions (pg_prepared_xacts) before a start without the mark file "
+                         "to avoid the wait.")));
     }
     if (probe.highest_key < 0) {
         ereport(LOG, (errmsg("snowflake: no key of this server's node pair ahead of the clock in "

@@ -74,6 +74,9 @@ struct SnowflakeShared {
     // (keys_floor.cpp): while the last timestamp is this one, nothing was issued since, and a
     // refusal names the key rather than blaming the clock.
     std::atomic<int64_t> key_floor_ms{0};
+    // The end of the window of stored keys that may raise the generator, fixed by the first read
+    // after the start (core/key_floor.hpp), or 0 before it.
+    std::atomic<int64_t> key_window_end_ms{0};
     // The rest of the floor from keys, under keys_floor_lock (held for a few copies only): the key
     // behind key_floor_ms and where it is stored; the databases whose keys were read since start.
     slock_t keys_floor_lock;

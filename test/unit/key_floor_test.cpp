@@ -20,8 +20,13 @@ int64_t id_at(int64_t unix_ms, int32_t datacenter_id, int32_t machine_id, int32_
     return encode({unix_ms, datacenter_id, machine_id, sequence}).id;
 }
 
+// A window opened by a read at kNow with the default lead.
+KeyWindow window_at(int64_t now_unix_ms) {
+    return key_window(now_unix_ms, key_window_end(kNow, 60000), node(7, 13));
+}
+
 TEST(KeyWindow, RunsFromTheClocksMillisecondToTheLeadAhead) {
-    const KeyWindow window = key_window(kNow, 60000, node(7, 13));
+    const KeyWindow window = window_at(kNow);
     EXPECT_EQ(window.lowest_id, id_at(kNow, 0, 0, 0));
     EXPECT_EQ(window.highest_id, id_at(kNow + 60000, 31, 31, kMaxSequence));
     EXPECT_EQ(window.last_unix_ms, kNow + 60000);
@@ -34,20 +39,36 @@ TEST(KeyWindow, NodeFieldsMaskCoversExactlyThePair) {
 }
 
 TEST(KeyWindow, IsClampedAtTheEndOfTheLayoutAndNeverNegativeInLength) {
-    EXPECT_EQ(key_window(kMaxUnixMs - 10, 60000, node(0, 0)).highest_id, kMaxId);
-    const KeyWindow no_lead = key_window(kNow, -5, node(0, 0));
+    EXPECT_EQ(
+        key_window(kMaxUnixMs - 10, key_window_end(kMaxUnixMs - 10, 60000), node(0, 0)).highest_id,
+        kMaxId);
+    const KeyWindow no_lead = key_window(kNow, key_window_end(kNow, -5), node(0, 0));
     EXPECT_EQ(no_lead.highest_id, id_at(kNow, 31, 31, kMaxSequence));
 }
 
+TEST(KeyWindow, EndsWhereTheFirstReadPutItWhateverLaterReadsSay) {
+    const KeyWindow later = window_at(kNow + 40000);
+    EXPECT_EQ(later.lowest_id, id_at(kNow + 40000, 0, 0, 0));
+    EXPECT_EQ(later.last_unix_ms, kNow + 60000);
+}
+
+TEST(KeyWindow, IsEmptyOnceItsEndHasPassed) {
+    const KeyWindow passed = window_at(kNow + 90000);
+    EXPECT_EQ(passed.highest_id, passed.lowest_id - 1);
+    EXPECT_EQ(passed.last_unix_ms, kNow + 89999);
+    EXPECT_EQ(key_floor_through_ms(passed, kNow + 90000, id_at(kNow + 90000, 7, 13, 0)),
+              kNow + 89999);
+}
+
 TEST(KeyFloor, WithoutAKeyInTheWindowIsTheMillisecondBeforeTheClock) {
-    const KeyWindow window = key_window(kNow, 60000, node(7, 13));
+    const KeyWindow window = window_at(kNow);
     EXPECT_EQ(key_floor_through_ms(window, kNow, -1), kNow - 1);
     EXPECT_EQ(key_floor_through_ms(window, kNow, id_at(kNow - 1, 7, 13, 5)), kNow - 1);
     EXPECT_EQ(key_floor_through_ms(window, kNow, id_at(kNow + 60001, 7, 13, 0)), kNow - 1);
 }
 
 TEST(KeyFloor, WithAKeyInTheWindowIsThatKeysMillisecond) {
-    const KeyWindow window = key_window(kNow, 60000, node(7, 13));
+    const KeyWindow window = window_at(kNow);
     EXPECT_EQ(key_floor_through_ms(window, kNow, id_at(kNow, 7, 13, 0)), kNow);
     EXPECT_EQ(key_floor_through_ms(window, kNow, id_at(kNow + 25000, 7, 13, 4095)), kNow + 25000);
     EXPECT_EQ(key_floor_through_ms(window, kNow, window.highest_id), kNow + 60000);
