@@ -12,7 +12,12 @@ OBJS = \
 	src/pg/codec_functions.o \
 	src/pg/convert.o \
 	src/pg/durable_mark.o \
+	src/pg/fleet_functions.o \
 	src/pg/fleet_guard.o \
+	src/pg/fleet_log.o \
+	src/pg/fleet_memory.o \
+	src/pg/fleet_refusal.o \
+	src/pg/fleet_setting.o \
 	src/pg/generate.o \
 	src/pg/keys_floor.o \
 	src/pg/module.o \

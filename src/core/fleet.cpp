@@ -57,7 +57,7 @@ void assess_fleet(const MemberAnswer *answers, int count, ThisServer self, int64
         MemberAssessment &assessment = assessments[i];
         assessment = {false, 0, -1};
         if (!answer.answered) {
-            assessment.problems = kUnreachable;
+            assessment.problem_bits = kUnreachable;
             continue;
         }
         if (answer.has_instance_token && answer.instance_token == self.instance_token) {
@@ -65,12 +65,12 @@ void assess_fleet(const MemberAnswer *answers, int count, ThisServer self, int64
             continue;
         }
         if (!answer.library_loaded) {
-            assessment.problems |= kLibraryNotLoaded;
+            assessment.problem_bits |= kLibraryNotLoaded;
         } else if (answer.datacenter_id < 0 || answer.machine_id < 0) {
-            assessment.problems |= kNodeIdsNotSet;
+            assessment.problem_bits |= kNodeIdsNotSet;
         }
         if (member_holds_this_node(answer, self)) {
-            assessment.problems |= kSameNodeAsThisServer;
+            assessment.problem_bits |= kSameNodeAsThisServer;
         }
         for (int j = 0; j < count && assessment.same_node_as < 0; ++j) {
             const bool other_is_self =
@@ -80,19 +80,19 @@ void assess_fleet(const MemberAnswer *answers, int count, ThisServer self, int64
                                      answer.instance_token == answers[j].instance_token;
             if (j != i && !other_is_self && !same_server && holds_pair(answer) &&
                 holds_pair(answers[j]) && same_pair(answer, answers[j])) {
-                assessment.problems |= kSameNodeAsMember;
+                assessment.problem_bits |= kSameNodeAsMember;
                 assessment.same_node_as = j;
             }
         }
         if (answer.clock_offset_ms > max_offset_ms || answer.clock_offset_ms < -max_offset_ms) {
-            assessment.problems |= kClockOffset;
+            assessment.problem_bits |= kClockOffset;
         }
     }
 }
 
 bool fleet_holds_this_node(const MemberAssessment *assessments, int count) noexcept {
     for (int i = 0; i < count; ++i) {
-        if ((assessments[i].problems & kSameNodeAsThisServer) != 0) {
+        if ((assessments[i].problem_bits & kSameNodeAsThisServer) != 0) {
             return true;
         }
     }

@@ -50,9 +50,9 @@ enum MemberProblem : uint32_t {
 };
 
 struct MemberAssessment {
-    bool self;          // the member is this server (same instance token)
-    uint32_t problems;  // MemberProblem bits; 0 for this server itself
-    int same_node_as;   // with kSameNodeAsMember: the index of the first other such member
+    bool self;              // the member is this server (same instance token)
+    uint32_t problem_bits;  // MemberProblem bits; 0 for this server itself
+    int same_node_as;       // with kSameNodeAsMember: the index of the first other such member
 };
 
 // This server, as the members are compared with it.

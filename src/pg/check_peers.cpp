@@ -33,7 +33,7 @@ PG_FUNCTION_INFO_V1(snowflake_check_peers_with_fleet_rules);
 }
 
 #include "core/fleet.hpp"
-#include "pg/fleet_guard.hpp"
+#include "pg/fleet_memory.hpp"
 #include "pg/peer_query.hpp"
 #include "pg/settings.hpp"
 
@@ -44,7 +44,7 @@ struct PeerReport {
     const char *peer;     // the connection string, password hidden
     bool gives_password;  // a password in the string itself, and none of the server's files
     PeerAnswer answer;
-    StringInfoData problems;
+    StringInfoData problem_words;  // what the problem column shows
 };
 
 static_assert(std::is_trivially_destructible_v<PeerReport>,
@@ -52,10 +52,10 @@ static_assert(std::is_trivially_destructible_v<PeerReport>,
 
 // A peer may have several problems; all are reported, separated by semicolons.
 void add_problem(PeerReport *report, const char *problem) {
-    if (report->problems.len > 0) {
-        appendStringInfoString(&report->problems, "; ");
+    if (report->problem_words.len > 0) {
+        appendStringInfoString(&report->problem_words, "; ");
     }
-    appendStringInfoString(&report->problems, problem);
+    appendStringInfoString(&report->problem_words, problem);
 }
 
 // The rules of versions 1.1 to 1.4, for a database whose extension is not updated yet: a pair
@@ -117,10 +117,10 @@ void add_problems_by_fleet_rules(PeerReport *reports, const bool *asked, int cou
         if (!asked[i]) {
             continue;
         }
-        const char *problems = snowflake_member_problem_text(assessments[i], report->answer,
-                                                             "max_clock_offset_ms", max_offset_ms);
-        if (problems[0] != '\0') {
-            add_problem(report, problems);
+        const char *words = snowflake_member_problem_words(assessments[i], report->answer,
+                                                           "max_clock_offset_ms", max_offset_ms);
+        if (words[0] != '\0') {
+            add_problem(report, words);
         }
         if (report->answer.answered && !report->answer.extension_installed) {
             add_problem(report, "extension snowflake is not installed in that database");
@@ -177,7 +177,7 @@ PeerReport new_report(const char *conninfo, int position) {
     report.peer = facts.displayable;
     report.gives_password = facts.gives_password && !facts.names_server_files;
     report.answer.node_ids = PeerNodeIds::kLibraryNotLoaded;
-    initStringInfo(&report.problems);
+    initStringInfo(&report.problem_words);
     return report;
 }
 
@@ -204,8 +204,8 @@ void emit_reports(FunctionCallInfo fcinfo, const PeerReport *reports, int count)
         nulls[i++] = !settings_read || answer.machine_id < 0;
         values[i] = Int64GetDatum(answer.clock_offset_ms);
         nulls[i++] = !answer.answered;
-        values[i] = CStringGetTextDatum(report.problems.data);
-        nulls[i++] = report.problems.len == 0;
+        values[i] = CStringGetTextDatum(report.problem_words.data);
+        nulls[i++] = report.problem_words.len == 0;
         Assert(i == kPeerColumnCount);
         tuplestore_putvalues(store, tupdesc, values, nulls);
     }

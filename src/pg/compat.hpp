@@ -15,6 +15,7 @@ extern "C" {
 #include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/syscache.h"
+#include "utils/wait_event.h"
 // get_database_name() moved from commands/dbcommands.h to utils/lsyscache.h in PostgreSQL 19.
 #if PG_VERSION_NUM >= 190000
 #include "utils/lsyscache.h"
@@ -95,6 +96,35 @@ using SnowflakeSyscacheId = SysCacheIdentifier;
 #else
 using SnowflakeSyscacheId = int;
 #endif
+
+// The wait event under which one of the extension's waits shows in pg_stat_activity: its own
+// name from PostgreSQL 17 on (WaitEventExtensionNew), Extension before. The id is looked up once
+// per name and process, since the lookup takes a lock. Only in a process attached to shared
+// memory, never in a critical section: the first lookup of a name may raise an error.
+inline uint32 snowflake_wait_event(const char *name) {
+#if PG_VERSION_NUM >= 170000
+    struct NamedWait {
+        const char *name;
+        uint32 id;
+    };
+    // More than the extension's names, so that every one is kept.
+    static NamedWait known[8];
+    static int known_count = 0;
+    for (int i = 0; i < known_count; i++) {
+        if (strcmp(known[i].name, name) == 0) {
+            return known[i].id;
+        }
+    }
+    const uint32 id = WaitEventExtensionNew(name);
+    if (known_count < static_cast<int>(lengthof(known))) {
+        known[known_count++] = NamedWait{name, id};
+    }
+    return id;
+#else
+    (void)name;
+    return PG_WAIT_EXTENSION;
+#endif
+}
 
 // A wait event set that no resource owner tracks: the caller frees it however it ends.
 // PostgreSQL 17 takes a resource owner where 15 and 16 take a memory context.

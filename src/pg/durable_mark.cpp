@@ -234,10 +234,11 @@ constexpr long kSynchronousPollMaxMs = 16;
 // instead, backing off to kSynchronousPollMaxMs, and a cancel or statement_timeout ends it with
 // an error before any id under the new mark is issued.
 void wait_for_synchronous_standbys(XLogRecPtr lsn) {
+    const uint32 wait_event = snowflake_wait_event("SnowflakeSyncStandby");
     long poll_ms = 1;
     while (!standbys_have(lsn)) {
         (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, poll_ms,
-                        PG_WAIT_EXTENSION);
+                        wait_event);
         ResetLatch(MyLatch);
         CHECK_FOR_INTERRUPTS();
         poll_ms = Min(poll_ms * 2, kSynchronousPollMaxMs);
@@ -270,10 +271,11 @@ constexpr long kMarkLockPollMaxMs = 4;
 // instead, backing off to kMarkLockPollMaxMs, and an interrupt ends the wait with an error
 // before any id under a new mark is issued.
 bool acquire_mark_lock_unless_extended(SnowflakeShared *shared, int64 now_unix_ms) {
+    const uint32 wait_event = snowflake_wait_event("SnowflakeMarkLock");
     long poll_ms = 1;
     for (;;) {
         (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, poll_ms,
-                        PG_WAIT_EXTENSION);
+                        wait_event);
         ResetLatch(MyLatch);
         CHECK_FOR_INTERRUPTS();
         if (!snowflake::lease_needs_extension(

@@ -1,67 +1,6 @@
-// The fleet guard (fleet_guard.cpp): a background worker that asks every server of
-// snowflake.fleet, every snowflake.fleet_check_interval, for its node pair, its clock and its
-// instance token, and keeps what it found in shared memory. Include only after postgres.h: it is
+// The fleet guard's background worker (fleet_guard.cpp). Include only after postgres.h: it is
 // part of the glue.
 #pragma once
 
-#include <cstdint>
-
-extern "C" {
-#include "postgres.h"
-
-#include "utils/guc.h"
-}
-
-#include "pg/settings.hpp"
-#include "pg/shared_state.hpp"
-
-// Shared memory of the guard's results, requested and attached with the rest (module.cpp).
-Size snowflake_fleet_memory_size();
-void snowflake_request_fleet_lock();
-// Creates the results and this start's instance token, in the postmaster.
-void snowflake_attach_fleet_memory();
-
 // Registers the worker; only while shared_preload_libraries is loaded.
 void snowflake_register_fleet_guard();
-
-// snowflake.instance_token, read-only: the token of the running server, from shared memory.
-const char *snowflake_show_instance_token();
-
-// The token itself, for recognising this server among the answers; 0 (which no start draws)
-// where the library is not preloaded.
-uint64_t snowflake_own_instance_token();
-
-// Accepts a fleet list only if it has at most the members shared memory holds and libpq can
-// parse each of them.
-bool snowflake_check_fleet_setting(char **new_value, void **extra, GucSource source);
-
-// Whether the guard found a live duplicate holding these node bits and this backend's
-// snowflake.on_duplicate_node is refuse: what snowflake_fleet_summary() shows as refusing.
-inline bool snowflake_node_fenced(const SnowflakeShared *shared, int64_t node_bits) {
-    return shared->fenced_node_bits.load(std::memory_order_relaxed) == node_bits &&
-           snowflake_on_duplicate_node_setting == kFleetDuplicateRefuse;
-}
-
-// Whether this backend has seen the guard's first check since the server started end; until it
-// has, snowflake_node_refused() calls snowflake_wait_for_first_fleet_check().
-extern bool snowflake_first_fleet_check_seen;
-
-// With the guard on and snowflake.on_duplicate_node = refuse, waits until the guard's first
-// check since the server started has ended or has found these node bits held; refuses (55000)
-// when that does not happen within the check's time limit. Cancellable; no wait otherwise.
-void snowflake_wait_for_first_fleet_check(SnowflakeShared *shared, int64_t node_bits);
-
-// Whether snowflake_nextval() refuses these node bits (snowflake_node_fenced), after waiting for
-// the guard's first check if this backend has not seen it end. Read on every call, so inline:
-// past the first check it costs a test of a local flag and one relaxed load.
-inline bool snowflake_node_refused(SnowflakeShared *shared, int64_t node_bits) {
-    if (!snowflake_first_fleet_check_seen) {
-        snowflake_wait_for_first_fleet_check(shared, node_bits);
-    }
-    return snowflake_node_fenced(shared, node_bits);
-}
-
-// The error of snowflake_nextval() while the guard, with snowflake.on_duplicate_node = refuse,
-// has seen another live member holding this server's node pair (SnowflakeShared's
-// fenced_node_bits): it names that member and the ways out.
-[[noreturn]] void snowflake_report_node_held(int datacenter_id, int machine_id);

@@ -26,7 +26,7 @@ PG_FUNCTION_INFO_V1(snowflake_info);
 #include "core/layout.hpp"
 #include "core/wait.hpp"
 #include "pg/durable_mark.hpp"
-#include "pg/fleet_guard.hpp"
+#include "pg/fleet_refusal.hpp"
 #include "pg/keys_floor.hpp"
 #include "pg/restored_copy.hpp"
 #include "pg/settings.hpp"

@@ -7,7 +7,7 @@
 // any other process exists;
 // the one LWLock of the "snowflake" tranche serialises extensions of the durable mark (see
 // durable_mark.cpp), which happen about twice a second at most; the one of the "snowflake fleet"
-// tranche guards the fleet guard's results (see fleet_guard.cpp); a spinlock guards the floor from
+// tranche guards the fleet guard's results (see fleet_shared.hpp); a spinlock guards the floor from
 // keys' list of checked databases and its record of the key that holds generation back, for a
 // few copies at a time (see keys_floor.cpp).
 // The counters for snowflake_info() are one slot per PGPROC, each written only by its owner with a
@@ -36,6 +36,8 @@ extern "C" {
 #include "pg/compat.hpp"
 #include "pg/durable_mark.hpp"
 #include "pg/fleet_guard.hpp"
+#include "pg/fleet_memory.hpp"
+#include "pg/fleet_setting.hpp"
 #include "pg/keys_floor.hpp"
 #include "pg/restored_copy.hpp"
 #include "pg/settings.hpp"

@@ -279,7 +279,8 @@ void wait_and_advance(PeerQuestion *questions, int count, int waiting, Timestamp
     }
     // Rounded up, so that the wait does not end just before the deadline and spin.
     const long timeout_ms = Max((earliest - GetCurrentTimestamp() + 999) / 1000, 0);
-    const int ready = WaitEventSetWait(*set, timeout_ms, occurred, waiting + 2, PG_WAIT_EXTENSION);
+    const int ready = WaitEventSetWait(*set, timeout_ms, occurred, waiting + 2,
+                                       snowflake_wait_event("SnowflakePeerAnswer"));
     FreeWaitEventSet(*set);
     *set = nullptr;
     for (int e = 0; e < ready; e++) {
@@ -401,31 +402,31 @@ snowflake::MemberAnswer snowflake_member_answer(const PeerAnswer &answer) {
     return member;
 }
 
-const char *snowflake_member_problem_text(const snowflake::MemberAssessment &assessment,
-                                          const PeerAnswer &answer, const char *limit_name,
-                                          int limit_ms) {
+const char *snowflake_member_problem_words(const snowflake::MemberAssessment &assessment,
+                                           const PeerAnswer &answer, const char *limit_name,
+                                           int limit_ms) {
     StringInfoData text;
     initStringInfo(&text);
     auto add = [&text](const char *problem) {
         appendStringInfo(&text, "%s%s", text.len > 0 ? "; " : "", problem);
     };
-    if (assessment.problems & snowflake::kUnreachable) {
+    if (assessment.problem_bits & snowflake::kUnreachable) {
         add(answer.failure != nullptr ? answer.failure : "unreachable");
     }
-    if (assessment.problems & snowflake::kLibraryNotLoaded) {
+    if (assessment.problem_bits & snowflake::kLibraryNotLoaded) {
         add("snowflake is not in shared_preload_libraries");
     }
-    if (assessment.problems & snowflake::kNodeIdsNotSet) {
+    if (assessment.problem_bits & snowflake::kNodeIdsNotSet) {
         add("node ids not set");
     }
-    if (assessment.problems & snowflake::kSameNodeAsThisServer) {
+    if (assessment.problem_bits & snowflake::kSameNodeAsThisServer) {
         add(psprintf("holds this server's node pair (%d, %d)", answer.datacenter_id,
                      answer.machine_id));
     }
-    if (assessment.problems & snowflake::kSameNodeAsMember) {
+    if (assessment.problem_bits & snowflake::kSameNodeAsMember) {
         add(psprintf("same node pair as member %d", assessment.same_node_as + 1));
     }
-    if (assessment.problems & snowflake::kClockOffset) {
+    if (assessment.problem_bits & snowflake::kClockOffset) {
         add(psprintf("clock off by %lld ms (%s is %d ms)",
                      static_cast<long long>(answer.clock_offset_ms), limit_name, limit_ms));
     }

@@ -97,8 +97,8 @@ void snowflake_ask_peers(PeerQuestion *questions, int count, const char *applica
 // The answer in the core's terms, for the rules that both checks apply (core/fleet.hpp).
 snowflake::MemberAnswer snowflake_member_answer(const PeerAnswer &answer);
 
-// The words for a member's problems, in the order of the bits, as both checks report them;
+// The words for a member's problem bits, in the order of the bits, as both checks report them;
 // limit_name is the setting or argument that bounds the clock offset, limit_ms its value.
-const char *snowflake_member_problem_text(const snowflake::MemberAssessment &assessment,
-                                          const PeerAnswer &answer, const char *limit_name,
-                                          int limit_ms);
+const char *snowflake_member_problem_words(const snowflake::MemberAssessment &assessment,
+                                           const PeerAnswer &answer, const char *limit_name,
+                                           int limit_ms);

@@ -48,7 +48,7 @@ struct SnowflakeShared {
     alignas(kFalseSharingBytes) std::atomic<int64_t> durable_mark_ms{0};
     // The node bits that the fleet guard found another live server holding, or -1:
     // snowflake_nextval() refuses for these bits while snowflake.on_duplicate_node is refuse
-    // (fleet_guard.cpp). Read on every call, written at most once a check.
+    // (fleet_refusal.cpp). Read on every call, written at most once a check.
     std::atomic<int64_t> fenced_node_bits{-1};
     // The highest mark the generator state was raised to at start-up or by WAL replay: while the
     // last timestamp is this one, nothing was issued since, and a gap of up to a lease is the

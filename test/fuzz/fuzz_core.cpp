@@ -226,9 +226,9 @@ void check_fleet(Input &input) {
                            answer.datacenter_id >= 0 && answer.machine_id >= 0;
         const bool holds_ours =
             !is_self && holds && answer.datacenter_id == 1 && answer.machine_id == 1;
-        require(((assessments[i].problems & kSameNodeAsThisServer) != 0) == holds_ours);
+        require(((assessments[i].problem_bits & kSameNodeAsThisServer) != 0) == holds_ours);
         require(member_holds_this_node(answer, self) == holds_ours);
-        require(!answer.answered == ((assessments[i].problems & kUnreachable) != 0));
+        require(!answer.answered == ((assessments[i].problem_bits & kUnreachable) != 0));
         held = held || holds_ours;
     }
     require(fleet_holds_this_node(assessments, kMembers) == held);

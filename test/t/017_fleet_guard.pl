@@ -6,6 +6,7 @@
 # logged once when they appear and once when they clear.
 use strict;
 use warnings;
+use IO::Select;
 use IO::Socket::INET;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -47,17 +48,18 @@ for my $member (@members) {
     set_and_reload($member, 'snowflake.fleet', $list);
 }
 
-# Waits until a check that started after this call has completed, and returns the summary then.
+# Waits until a check that started after this call has completed, and returns the summary then:
+# the first check to end after the call may have started before it, the one after that did not.
 sub next_check {
     my ($node) = @_;
-    my $before = $node->safe_psql('postgres',
-        q(SELECT coalesce(checked_at, '-infinity') FROM snowflake_fleet_summary()));
-    $node->poll_query_until('postgres',
-        "SELECT checked_at > '$before'::timestamptz FROM snowflake_fleet_summary()")
-      or die 'the fleet guard did not check';
-    $node->poll_query_until('postgres',
-        "SELECT checked_at > '$before'::timestamptz FROM snowflake_fleet_summary()")
-      or die 'the fleet guard did not check again';
+    my $checked_at = q(SELECT coalesce(checked_at, '-infinity') FROM snowflake_fleet_summary());
+    my $before = $node->safe_psql('postgres', $checked_at);
+    for my $round ('a check', 'a check that started after the call') {
+        $node->poll_query_until('postgres',
+            "SELECT checked_at > '$before'::timestamptz FROM snowflake_fleet_summary()")
+          or die "the fleet guard did not end $round";
+        $before = $node->safe_psql('postgres', $checked_at);
+    }
     return $node->safe_psql('postgres',
         'SELECT members, members_with_problems, refusing FROM snowflake_fleet_summary()');
 }
@@ -186,20 +188,26 @@ set_clock_offset($clock_file, '+0');
 $list = fleet_list(map { $members[ $_ % 3 ] } 0 .. 9);
 set_and_reload($members[1], 'snowflake.fleet', $list);
 next_check($members[1]);
-# The process id of a server's fleet guard. The worker has no database connection, so
-# pg_stat_activity does not show it; its process title does ("postgres: NAME: snowflake fleet
-# guard", the test modules setting cluster_name).
+# The process id of a server's fleet guard, or '' while it is not running: the worker is attached
+# to no database, and pg_stat_activity shows it.
 sub guard_pid {
     my ($node) = @_;
-    my $title = 'postgres: ' . $node->name . ': snowflake fleet guard';
-    my ($pid) = grep {
-        my $cmdline = eval { slurp_file("/proc/$_/cmdline") } // '';
-        index($cmdline, $title) == 0
-    } map { m{^/proc/(\d+)$} ? $1 : () } glob('/proc/[0-9]*');
-    return $pid;
+    return $node->safe_psql('postgres',
+        q(SELECT pid FROM pg_stat_activity WHERE backend_type = 'snowflake fleet guard'));
 }
 my $worker = guard_pid($members[1]);
-ok($worker, 'the fleet guard runs as a background worker');
+ok($worker, 'pg_stat_activity shows the fleet guard');
+# The wait events that name the extension's waits exist from PostgreSQL 17 on; before, every one
+# shows as Extension.
+my $named_waits = $members[1]->safe_psql('postgres', 'SHOW server_version_num') >= 170000;
+SKIP: {
+    skip 'PostgreSQL before 17 has no custom wait events', 1 unless $named_waits;
+    ok($members[1]->poll_query_until('postgres',
+            q(SELECT wait_event = 'SnowflakeFleetSleep' FROM pg_stat_activity
+              WHERE backend_type = 'snowflake fleet guard')),
+        'between checks the guard waits on SnowflakeFleetSleep');
+}
+# The worker's CPU time, which pg_stat_activity does not show: the one read of /proc left.
 my $cpu_ns = sub { (split ' ', slurp_file("/proc/$worker/schedstat"))[0] };
 my $checks = 5;
 my $before_ns = $cpu_ns->();
@@ -225,9 +233,46 @@ for (1 .. 300) {
 isnt($restarted // $worker, $worker, 'the fleet guard is started again after it dies');
 is(next_check($members[1]), '10|0|f', 'and checks again');
 
-# A server stops at once even while its guard waits for the member that never answers.
+# The worker takes part in the barriers of a server's processes: a database is dropped while
+# member 3's guard checks its silent member every second (DROP DATABASE waits for every process
+# attached like a backend, but for none connected to no database).
+$members[2]->safe_psql('postgres', 'CREATE DATABASE dropped_while_guarded');
+$members[2]->safe_psql('postgres', 'DROP DATABASE dropped_while_guarded');
+is($members[2]->safe_psql('postgres',
+        q(SELECT count(*) FROM pg_database WHERE datname = 'dropped_while_guarded')),
+    '0', 'a database is dropped while the guard runs');
+
+# A server stops at once even while its guard waits for a member that never answers. With an
+# interval of 10 s the guard gives each member 5 s; a listener only member 3 knows says when its
+# guard has begun such a round (its connection arrives), and a stop that waited for the round to
+# end would take the rest of those 5 s.
+my $member_timeout_s = 5;
+my $stop_silent = IO::Socket::INET->new(
+    LocalAddr => '127.0.0.1', LocalPort => 0, Proto => 'tcp', Listen => 8, ReuseAddr => 1)
+  or die "listener: $!";
+$members[2]->safe_psql('postgres',
+    "ALTER SYSTEM SET snowflake.fleet = '"
+      . fleet_list(@members, 'host=127.0.0.1 port=' . $stop_silent->sockport . ' dbname=postgres')
+      . "'");
+set_and_reload($members[2], 'snowflake.fleet_check_interval', '10s');
+IO::Select->new($stop_silent)->can_read($PostgreSQL::Test::Utils::timeout_default)
+  or die "member 3's guard never asked the silent member";
+my $asking = $stop_silent->accept or die "accept: $!";
+my $round_began = time;
+SKIP: {
+    skip 'PostgreSQL before 17 has no custom wait events', 1 unless $named_waits;
+    ok($members[2]->poll_query_until('postgres',
+            q(SELECT wait_event = 'SnowflakePeerAnswer' FROM pg_stat_activity
+              WHERE backend_type = 'snowflake fleet guard')),
+        'while it waits for an answer the guard waits on SnowflakePeerAnswer');
+}
 $members[2]->stop('fast');
-pass('member 3 stopped while its guard waited for a silent member');
+my $stopped_after = time - $round_began;
+cmp_ok($stopped_after, '<', $member_timeout_s - 2,
+    'member 3 stopped while its guard waited for a silent member, before the time limit');
+note(sprintf('member 3 stopped %.1f s into a round that could last %d s', $stopped_after,
+    $member_timeout_s));
+close $asking;
 
 # Turning the guard off clears what it showed and fences nothing.
 set_and_reload($members[0], 'snowflake.fleet_check_interval', '0');

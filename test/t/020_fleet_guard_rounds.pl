@@ -121,17 +121,16 @@ $clone->stop;
 # A worker that is not running does not leave nextval waiting: the guard dies at the start of
 # the first round (the postmaster starts it again after 10 s), and nextval refuses once the
 # round's time limit and a second have passed.
+# pg_stat_activity shows the worker once it is attached, at the start of its first round.
 sub guard_pid {
     my ($node) = @_;
-    my $title = 'postgres: ' . $node->name . ': snowflake fleet guard';
-    my ($pid) = grep {
-        my $cmdline = eval { slurp_file("/proc/$_/cmdline") } // '';
-        index($cmdline, $title) == 0
-    } map { m{^/proc/(\d+)$} ? $1 : () } glob('/proc/[0-9]*');
-    return $pid;
+    my $guard = q(FROM pg_stat_activity WHERE backend_type = 'snowflake fleet guard');
+    $node->poll_query_until('postgres', "SELECT count(*) = 1 $guard")
+      or die 'no fleet guard';
+    return $node->safe_psql('postgres', "SELECT pid $guard");
 }
 $original->restart;
-my $worker = guard_pid($original) or die 'no fleet guard';
+my $worker = guard_pid($original);
 kill 'TERM', $worker;
 my $error = error_of($original, 'SELECT snowflake_nextval()');
 like($error, qr/55000: the fleet guard's first check since the server started has not finished/,

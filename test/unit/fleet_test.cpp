@@ -54,7 +54,7 @@ TEST(FleetAssessTest, HealthyFleetWithThisServerInIt) {
     assess_fleet(answers, 3, kThisServer, kMaxOffsetMs, assessments);
     EXPECT_TRUE(assessments[0].self);
     for (const MemberAssessment &assessment : assessments) {
-        EXPECT_EQ(assessment.problems, 0u);
+        EXPECT_EQ(assessment.problem_bits, 0u);
     }
     EXPECT_FALSE(fleet_holds_this_node(assessments, 3));
 }
@@ -66,17 +66,17 @@ TEST(FleetAssessTest, ACloneIsADuplicateOfThisServer) {
     MemberAssessment assessments[3];
     assess_fleet(answers, 3, kThisServer, kMaxOffsetMs, assessments);
     EXPECT_TRUE(assessments[0].self);
-    EXPECT_EQ(assessments[1].problems, uint32_t{kSameNodeAsThisServer});
-    EXPECT_EQ(assessments[2].problems, 0u);
+    EXPECT_EQ(assessments[1].problem_bits, uint32_t{kSameNodeAsThisServer});
+    EXPECT_EQ(assessments[2].problem_bits, 0u);
     EXPECT_TRUE(fleet_holds_this_node(assessments, 3));
 
     // Seen from the third server, whose own pair is (1, 2): two other members share (1, 1).
     const ThisServer third{42, 1, 2};
     assess_fleet(answers, 3, third, kMaxOffsetMs, assessments);
     EXPECT_TRUE(assessments[2].self);
-    EXPECT_EQ(assessments[0].problems, uint32_t{kSameNodeAsMember});
+    EXPECT_EQ(assessments[0].problem_bits, uint32_t{kSameNodeAsMember});
     EXPECT_EQ(assessments[0].same_node_as, 1);
-    EXPECT_EQ(assessments[1].problems, uint32_t{kSameNodeAsMember});
+    EXPECT_EQ(assessments[1].problem_bits, uint32_t{kSameNodeAsMember});
     EXPECT_EQ(assessments[1].same_node_as, 0);
     EXPECT_FALSE(fleet_holds_this_node(assessments, 3));
 }
@@ -94,12 +94,12 @@ TEST(FleetAssessTest, ProblemsThatDoNotFence) {
     const MemberAnswer answers[] = {unreachable, not_loaded, answer(3, -1), skewed, old_library};
     MemberAssessment assessments[5];
     assess_fleet(answers, 5, kThisServer, kMaxOffsetMs, assessments);
-    EXPECT_EQ(assessments[0].problems, uint32_t{kUnreachable});
-    EXPECT_EQ(assessments[1].problems, uint32_t{kLibraryNotLoaded});
-    EXPECT_EQ(assessments[2].problems, uint32_t{kNodeIdsNotSet});
-    EXPECT_EQ(assessments[3].problems, uint32_t{kClockOffset});
+    EXPECT_EQ(assessments[0].problem_bits, uint32_t{kUnreachable});
+    EXPECT_EQ(assessments[1].problem_bits, uint32_t{kLibraryNotLoaded});
+    EXPECT_EQ(assessments[2].problem_bits, uint32_t{kNodeIdsNotSet});
+    EXPECT_EQ(assessments[3].problem_bits, uint32_t{kClockOffset});
     EXPECT_FALSE(assessments[4].self);
-    EXPECT_EQ(assessments[4].problems, uint32_t{kSameNodeAsThisServer});
+    EXPECT_EQ(assessments[4].problem_bits, uint32_t{kSameNodeAsThisServer});
     EXPECT_FALSE(fleet_holds_this_node(assessments, 4));
     EXPECT_TRUE(fleet_holds_this_node(assessments, 5));
 }
@@ -111,7 +111,7 @@ TEST(FleetAssessTest, AStandbyHoldsNoPair) {
     const MemberAnswer answers[] = {answer(1, 1, kOwnToken), standby};
     MemberAssessment assessments[2];
     assess_fleet(answers, 2, kThisServer, kMaxOffsetMs, assessments);
-    EXPECT_EQ(assessments[1].problems, 0u);
+    EXPECT_EQ(assessments[1].problem_bits, 0u);
     EXPECT_FALSE(fleet_holds_this_node(assessments, 2));
 }
 
@@ -120,8 +120,8 @@ TEST(FleetAssessTest, OneServerListedTwiceIsNotADuplicate) {
     const MemberAnswer answers[] = {answer(1, 1, kOwnToken), answer(1, 2, 50), answer(1, 2, 50)};
     MemberAssessment assessments[3];
     assess_fleet(answers, 3, kThisServer, kMaxOffsetMs, assessments);
-    EXPECT_EQ(assessments[1].problems, 0u);
-    EXPECT_EQ(assessments[2].problems, 0u);
+    EXPECT_EQ(assessments[1].problem_bits, 0u);
+    EXPECT_EQ(assessments[2].problem_bits, 0u);
 }
 
 // A server whose own ids are not set holds no pair, so nobody duplicates it.
@@ -130,7 +130,7 @@ TEST(FleetAssessTest, UnsetOwnIdsAreNeverDuplicated) {
     MemberAssessment assessments[2];
     assess_fleet(answers, 2, ThisServer{kOwnToken, -1, -1}, kMaxOffsetMs, assessments);
     EXPECT_FALSE(fleet_holds_this_node(assessments, 2));
-    EXPECT_EQ(assessments[1].problems, 0u);
+    EXPECT_EQ(assessments[1].problem_bits, 0u);
 }
 
 // One answer alone says whether that member holds this server's pair, as the whole assessment
@@ -149,7 +149,7 @@ TEST(FleetAssessTest, OneAnswerShowsADuplicateBeforeTheOthers) {
     const bool expected[kCount] = {false, false, true, false, false, true, false};
     for (int i = 0; i < kCount; i++) {
         EXPECT_EQ(member_holds_this_node(answers[i], kThisServer), expected[i]) << "member " << i;
-        EXPECT_EQ((assessments[i].problems & kSameNodeAsThisServer) != 0, expected[i])
+        EXPECT_EQ((assessments[i].problem_bits & kSameNodeAsThisServer) != 0, expected[i])
             << "member " << i;
     }
 }
