@@ -265,18 +265,19 @@ $locker->quit;
 ok($node->poll_query_until('postgres', 'SELECT snowflake_nextval() > 0'),
     'generation resumes by itself once the window has passed');
 
-# A key in a prepared transaction counts: it may yet be committed.
+# A key of a transaction still in progress counts: it may yet be committed.
 set_and_reload($node, 'snowflake.key_floor_max_lead', '1min');
-my $prepared_key = $node->safe_psql('postgres',
-    q(SELECT snowflake_encode(now() + interval '40 seconds', 3, 4, 7)));
-$node->safe_psql('postgres', qq(SET ROLE alice; BEGIN;
-INSERT INTO "Odd Schema".others VALUES ($prepared_key);
-PREPARE TRANSACTION 'held'));
 restart(1);
+my $pending_key = $node->safe_psql('postgres',
+    q(SELECT snowflake_encode(now() + interval '40 seconds', 3, 4, 7)));
+my $writer = $node->background_psql('postgres');
+$writer->query_safe(qq(SET ROLE alice; BEGIN;
+INSERT INTO "Odd Schema".others VALUES ($pending_key)));
 like(error_of($node, 'SELECT snowflake_nextval()'),
-    qr/DETAIL:  .*key $prepared_key of column id of table "Odd Schema"\.others/,
-    'a key inserted by a prepared transaction holds generation back');
-$node->safe_psql('postgres', "ROLLBACK PREPARED 'held'");
+    qr/DETAIL:  .*key $pending_key of column id of table "Odd Schema"\.others/,
+    'a key inserted by a transaction in progress holds generation back');
+$writer->query_safe('ROLLBACK');
+$writer->quit;
 restart(0);
 like($node->safe_psql('postgres', 'SELECT snowflake_nextval()'), qr/^\d+$/,
     'rolled back and restarted, it holds nothing');
@@ -291,11 +292,52 @@ ok(!$node->log_contains(qr/out of shared memory/, $offset), 'without running out
 is($node->safe_psql('postgres', q(SELECT rolsuper FROM pg_roles WHERE rolname = 'alice')), 'f',
     'no read ran the index predicate that would make alice a superuser');
 
+# A table created by a prepared transaction is in no catalog a read can see: its keys count as
+# reaching the end of the window, and none of them is issued again.
+set_and_reload($node, 'snowflake.key_floor_max_lead', '3s');
+$node->safe_psql('postgres', q(SET ROLE alice; BEGIN;
+CREATE TABLE "Odd Schema".unseen (id bigint PRIMARY KEY DEFAULT snowflake_nextval());
+INSERT INTO "Odd Schema".unseen
+    SELECT snowflake_encode(now() + interval '2500 ms', 3, 4, s) FROM generate_series(0, 4095) AS s;
+PREPARE TRANSACTION 'unseen'));
+restart(1);
+($ret, $stdout, $stderr) =
+  $node->psql('postgres', "\\set VERBOSITY verbose\nSELECT snowflake_nextval()");
+like($stderr,
+    qr/WARNING:  01000: snowflake: database "postgres" has 1 prepared transactions, whose tables the reads of keys cannot see/,
+    'the prepared transaction is named in a warning');
+like($stderr, qr/ERROR:  55000: a stored key holds .*\n.*the tables of 1 prepared transactions could not be read/,
+    'and generation is held back for the window');
+$node->safe_psql('postgres', "COMMIT PREPARED 'unseen'");
+ok($node->poll_query_until('postgres', 'SELECT snowflake_nextval() > 0'),
+    'generation resumes once the window has passed');
+$node->safe_psql('postgres', q(SET ROLE alice;
+INSERT INTO "Odd Schema".unseen SELECT FROM generate_series(1, 5000)));
+is($node->safe_psql('postgres', 'SELECT count(*) FROM "Odd Schema".unseen'), '9096',
+    'the ids issued since are none of the keys the prepared transaction stored');
+
+# The window's end is fixed by the first read after the start: a key written into a database
+# read later, within its own lead of the clock but past that end, holds nothing back.
+$node->safe_psql('postgres', 'CREATE DATABASE second');
+$node->safe_psql('second', q(CREATE EXTENSION snowflake;
+CREATE TABLE late (id bigint PRIMARY KEY DEFAULT snowflake_nextval())));
+restart(1);
+$node->safe_psql('postgres', 'SELECT snowflake_nextval()');
+sleep 1;
+my $late_key = $node->safe_psql('second',
+    q(INSERT INTO late VALUES (snowflake_encode(now() + interval '2500 ms', 3, 4, 0)) RETURNING id));
+like($node->safe_psql('second', 'SELECT snowflake_nextval()'), qr/^\d+$/,
+    'a later database cannot move the end of the window on');
+ok($node->log_contains(qr/key $late_key of column id of table public\.late in database "second" is \d+ ms ahead of the clock, beyond/),
+    'and its key is logged as beyond it');
+$node->safe_psql('second', "DELETE FROM late WHERE id = $late_key");
+
 # Concurrent first calls on a start without the mark file disarm the check once, quietly.
 set_and_reload($node, 'snowflake.key_floor_max_lead', '1min');
 $offset = restart(1);
 $node->pgbench('-n -c 8 -j 8 -t 1', 0, [qr/processed: 8\/8/], [qr/^$/],
     'eight first calls at once', { 'first' => 'SELECT snowflake_nextval();' });
+$node->safe_psql('second', 'SELECT snowflake_nextval()');
 ok($node->wait_for_log(qr/every database has been checked for keys/, $offset),
     'the check is disarmed once every database was read');
 ok(!$node->log_contains(qr/could not remove file "snowflake_keys_unchecked"/, $offset),
