@@ -82,7 +82,8 @@ INSERT INTO customers (phase) SELECT 'after' FROM generate_series(1, 2000);
     $new->safe_psql('postgres', 'ALTER EXTENSION snowflake UPDATE');
     is( $new->safe_psql('postgres',
             'SELECT e.extversion = a.default_version FROM pg_extension e '
-              . "JOIN pg_available_extensions a ON a.name = e.extname WHERE e.extname = 'snowflake'"),
+              . 'JOIN pg_available_extensions a ON a.name = e.extname '
+              . "WHERE e.extname = 'snowflake'"),
         't', "from $old_version: ALTER EXTENSION UPDATE reaches the default version");
     $new->stop;
 }
