@@ -16,6 +16,7 @@ extern "C" {
 #include "access/htup_details.h"
 #include "access/sysattr.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/partition.h"
 #include "catalog/pg_attribute.h"
 #include "catalog/pg_class.h"
@@ -95,8 +96,8 @@ struct KeyFacts {
 
 // Runs a query as the current user (search_path is pinned) and returns its row count. It reads
 // with the latest snapshot, not the calling statement's: that one was taken before the locks
-// were waited for (at the transaction's start in REPEATABLE READ and SERIALIZABLE), and would
-// miss a foreign key or a key committed meanwhile. ALTER TABLE rewrites with the latest too.
+// were waited for, and would miss a foreign key or a key committed meanwhile. ALTER TABLE
+// rewrites with the latest too.
 uint64 run_query(const char *statement, int argument_count, Oid *argument_types, Datum *arguments,
                  bool read_only) {
     SPIPlanPtr plan = SPI_prepare(statement, argument_count, argument_types);
@@ -1176,6 +1177,19 @@ extern "C" Datum snowflake_convert_column(PG_FUNCTION_ARGS) {
         ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
                         errmsg("snowflake_convert_column() needs a table and a column"),
                         errhint("Call it as snowflake_convert_column('orders', 'id').")));
+    }
+    // The conversion must see the tables as they are once its locks are held; ALTER TABLE itself
+    // reads some of the catalog with the transaction's snapshot, and fails on a foreign key newer
+    // than it.
+    if (IsolationUsesXactSnapshot()) {
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+                 errmsg("snowflake_convert_column() cannot run in a REPEATABLE READ or "
+                        "SERIALIZABLE transaction"),
+                 errdetail("It must read the tables as they are once its locks are held, and "
+                           "this transaction's snapshot may be older. Nothing was changed."),
+                 errhint("Run it in a READ COMMITTED transaction (the default): BEGIN "
+                         "ISOLATION LEVEL READ COMMITTED.")));
     }
     const Oid relation = PG_GETARG_OID(0);
     const char *column = NameStr(*PG_GETARG_NAME(1));
