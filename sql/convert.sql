@@ -154,8 +154,12 @@ DROP TABLE foreign_lines, owned_keys;
 DROP ROLE convert_owner, convert_stranger;
 
 -- Version 1.5: the conversion alters each table as its owner and follows every path of the key.
--- A plain role with REFERENCES on a superuser's table hangs a hostile CHECK constraint and index
--- expression on her referencing table: her code runs as her, so she does not become a superuser.
+-- A plain role with REFERENCES on a superuser's table hangs a hostile CHECK constraint, index
+-- expression and partial index on her referencing table (widening makes PostgreSQL check the
+-- foreign key with a query on her table, planned as the role that alters the superuser's): the
+-- conversion is refused, naming her table and her, before any of her code runs. So is the
+-- conversion of her table that a superuser's table references. A superuser still converts a
+-- table of hers alone, as her.
 CREATE ROLE convert_mallory;
 CREATE SCHEMA mallory_space AUTHORIZATION convert_mallory;
 CREATE TABLE vip_orders (id serial PRIMARY KEY);
@@ -174,20 +178,32 @@ BEGIN
 END $$;
 CREATE FUNCTION mallory_space.audit_key(bigint) RETURNS boolean
 LANGUAGE sql IMMUTABLE AS 'SELECT mallory_space.audit_ok($1)';
+CREATE FUNCTION mallory_space.audit_now() RETURNS boolean
+LANGUAGE sql IMMUTABLE AS 'SELECT mallory_space.audit_ok(0)';
 CREATE TABLE mallory_space.notes (order_id integer REFERENCES vip_orders (id),
                                   CHECK (mallory_space.audit_ok(order_id)));
 CREATE INDEX ON mallory_space.notes ((mallory_space.audit_key(order_id)));
+CREATE INDEX ON mallory_space.notes (order_id) WHERE mallory_space.audit_now();
 INSERT INTO mallory_space.notes VALUES (1);
 CREATE TABLE mallory_space.own_keys (id serial PRIMARY KEY CHECK (mallory_space.audit_ok(id)));
 INSERT INTO mallory_space.own_keys DEFAULT VALUES;
+CREATE TABLE mallory_space.her_orders (id serial PRIMARY KEY);
+INSERT INTO mallory_space.her_orders DEFAULT VALUES;
+CREATE INDEX ON mallory_space.her_orders (id) WHERE mallory_space.audit_now();
+GRANT REFERENCES ON mallory_space.her_orders TO PUBLIC;
 RESET ROLE;
+CREATE TABLE vip_audit (order_id integer REFERENCES mallory_space.her_orders (id));
+INSERT INTO vip_audit VALUES (1);
 TRUNCATE mallory_space.seen;
-SELECT * FROM snowflake_convert_column('vip_orders', 'id');
--- A superuser converting her own table alters it as her too.
+SELECT pg_temp.refusal($$SELECT * FROM snowflake_convert_column('vip_orders', 'id')$$);
+SELECT pg_temp.refusal($$SELECT * FROM snowflake_convert_column('mallory_space.her_orders', 'id')$$);
+SELECT column_shape('vip_orders', 'id'), column_shape('mallory_space.notes', 'order_id'),
+       column_shape('mallory_space.her_orders', 'id'), column_shape('vip_audit', 'order_id');
+SELECT count(*) AS her_code_ran FROM mallory_space.seen;
+-- A superuser converting her own table alters it as her.
 SELECT * FROM snowflake_convert_column('mallory_space.own_keys', 'id');
 SELECT rolsuper FROM pg_roles WHERE rolname = 'convert_mallory';
 SELECT DISTINCT who FROM mallory_space.seen;
-SELECT column_shape('mallory_space.notes', 'order_id');
 
 -- Every path a key can take: a foreign key to a partition of the converted table, one to an
 -- inheritance child, and a chain through a referencing column that is itself a key.
@@ -291,6 +307,66 @@ SELECT pg_temp.refusal($$SELECT * FROM snowflake_convert_column('identity_lender
 SELECT column_shape('identity_lender', 'id');
 SELECT pg_temp.refusal($$SELECT * FROM snowflake_convert_column(0, 'id')$$);
 
+-- Conversions after which every insert would fail, refused up front with nothing changed: a key
+-- that is itself a foreign key, a key in a partition key with another column or in its
+-- expression, a widened column with a second foreign key to a table off the paths, and a foreign
+-- table on the paths.
+CREATE TABLE key_parents (id integer PRIMARY KEY);
+INSERT INTO key_parents VALUES (1);
+CREATE TABLE key_children (id serial PRIMARY KEY REFERENCES key_parents (id));
+INSERT INTO key_children DEFAULT VALUES;
+SELECT pg_temp.refusal($$SELECT * FROM snowflake_convert_column('key_children', 'id')$$);
+CREATE TABLE regional (id bigserial, region integer, PRIMARY KEY (id, region))
+    PARTITION BY RANGE (id, region);
+CREATE TABLE regional_low PARTITION OF regional
+    FOR VALUES FROM (MINVALUE, MINVALUE) TO (1000000, MAXVALUE);
+SELECT pg_temp.refusal($$SELECT * FROM snowflake_convert_column('regional', 'id')$$);
+CREATE TABLE halved (id bigserial PRIMARY KEY);
+CREATE TABLE halved_refs (halved_id bigint REFERENCES halved (id))
+    PARTITION BY LIST ((halved_id < 1000000));
+CREATE TABLE halved_refs_small PARTITION OF halved_refs FOR VALUES IN (true);
+SELECT pg_temp.refusal($$SELECT * FROM snowflake_convert_column('halved', 'id')$$);
+CREATE TABLE quotas (id integer PRIMARY KEY);
+CREATE TABLE tickets (id serial PRIMARY KEY);
+CREATE TABLE ticket_quotas (x integer REFERENCES tickets (id) REFERENCES quotas (id));
+SELECT pg_temp.refusal($$SELECT * FROM snowflake_convert_column('tickets', 'id')$$);
+CREATE FOREIGN DATA WRAPPER convert_dummy;
+CREATE SERVER convert_nowhere FOREIGN DATA WRAPPER convert_dummy;
+CREATE TABLE stores (id serial PRIMARY KEY);
+CREATE FOREIGN TABLE remote_stores () INHERITS (stores) SERVER convert_nowhere;
+SELECT pg_temp.refusal($$SELECT * FROM snowflake_convert_column('stores', 'id')$$);
+SELECT column_shape('key_children', 'id'), column_shape('regional', 'id'),
+       column_shape('halved_refs', 'halved_id'), column_shape('tickets', 'id'),
+       column_shape('ticket_quotas', 'x'), column_shape('remote_stores', 'id');
+DROP FOREIGN TABLE remote_stores;
+DROP TABLE key_children, key_parents, regional, halved_refs, halved, ticket_quotas, tickets,
+    quotas, stores;
+DROP SERVER convert_nowhere;
+DROP FOREIGN DATA WRAPPER convert_dummy;
+
+-- What PostgreSQL cannot carry through a change of type is named up front: a column inherited
+-- from a second parent, a generated column, a trigger's WHEN and a publication's WHERE.
+CREATE TABLE first_parents (id serial PRIMARY KEY);
+CREATE TABLE second_parents (id integer);
+CREATE TABLE two_parents () INHERITS (second_parents, first_parents);
+SELECT pg_temp.refusal($$SELECT * FROM snowflake_convert_column('first_parents', 'id')$$);
+CREATE TABLE doubled (id serial PRIMARY KEY, twice bigint GENERATED ALWAYS AS (id * 2) STORED);
+CREATE FUNCTION pg_temp.unchanged() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RETURN NEW; END';
+CREATE TABLE watched (id serial PRIMARY KEY);
+CREATE TRIGGER positive BEFORE UPDATE ON watched FOR EACH ROW WHEN (NEW.id > 0)
+    EXECUTE FUNCTION pg_temp.unchanged();
+SET client_min_messages = error;
+CREATE TABLE published (id serial PRIMARY KEY);
+CREATE PUBLICATION convert_positive FOR TABLE published WHERE (id > 0);
+RESET client_min_messages;
+SELECT pg_temp.refusal($$SELECT * FROM snowflake_convert_column('doubled', 'id')$$);
+SELECT pg_temp.refusal($$SELECT * FROM snowflake_convert_column('watched', 'id')$$);
+SELECT pg_temp.refusal($$SELECT * FROM snowflake_convert_column('published', 'id')$$);
+SELECT column_shape('first_parents', 'id'), column_shape('two_parents', 'id'),
+       column_shape('doubled', 'id'), column_shape('watched', 'id'), column_shape('published', 'id');
+DROP PUBLICATION convert_positive;
+DROP TABLE two_parents, first_parents, second_parents, doubled, watched, published;
+
 -- Hostile names: quotes and spaces in schema, table and column, through a chain.
 CREATE TABLE "Shop Floor"."O'Brien ""Quoted"" Table" ("Key ""1""" serial PRIMARY KEY);
 CREATE TABLE "Shop Floor"."Re ferrer" ("Ref'd" integer UNIQUE
@@ -300,5 +376,5 @@ SELECT * FROM snowflake_convert_column('"Shop Floor"."O''Brien ""Quoted"" Table"
 SELECT column_shape('"Shop Floor"."Re ferrer 2"', 'r');
 
 DROP SCHEMA mallory_space CASCADE;
-DROP TABLE vip_orders, hidden_keys;
+DROP TABLE vip_orders, vip_audit, hidden_keys;
 DROP ROLE convert_mallory, convert_rls_owner;

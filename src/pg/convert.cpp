@@ -16,6 +16,7 @@ extern "C" {
 #include "access/htup_details.h"
 #include "access/sysattr.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/partition.h"
 #include "catalog/pg_attribute.h"
 #include "catalog/pg_class.h"
@@ -40,6 +41,7 @@ extern "C" {
 #include "utils/partcache.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "utils/tuplestore.h"
 #include "utils/typcache.h"
@@ -47,7 +49,6 @@ extern "C" {
 
 #include <cstdlib>
 #include <cstring>
-
 
 extern "C" {
 PG_FUNCTION_INFO_V1(snowflake_convert_column);
@@ -94,14 +95,22 @@ struct KeyFacts {
     const char *default_expression;  // nullptr without a default
 };
 
-// Runs a query of the catalog as the caller (search_path is pinned) and returns its row count.
+// Runs a query as the current user (search_path is pinned) and returns its row count. It reads
+// with the latest snapshot, not the calling statement's: that one was taken before the locks
+// were waited for, and would miss a foreign key or a key committed meanwhile. ALTER TABLE
+// rewrites with the latest too.
 uint64 run_query(const char *statement, int argument_count, Oid *argument_types, Datum *arguments,
                  bool read_only) {
-    const int status = SPI_execute_with_args(statement, argument_count, argument_types, arguments,
-                                             nullptr, read_only, 0);
+    SPIPlanPtr plan = SPI_prepare(statement, argument_count, argument_types);
+    if (plan == nullptr) {
+        elog(ERROR, "snowflake: could not prepare: %s", statement);
+    }
+    const int status = SPI_execute_snapshot(plan, arguments, nullptr, GetLatestSnapshot(),
+                                            InvalidSnapshot, read_only, false, 0);
     if (status < 0) {
         elog(ERROR, "snowflake: could not run: %s", statement);
     }
+    SPI_freeplan(plan);
     return SPI_processed;
 }
 
@@ -322,6 +331,10 @@ KeyPaths follow_key(Oid relation, AttrNumber attnum) {
             const AttrNumber referencing_attnum =
                 DatumGetInt16(SPI_getbinval(references->vals[r], references->tupdesc, 3, &is_null));
             LockRelationOid(referencing, AccessExclusiveLock);
+            // Dropped while the lock was awaited: its foreign key went with it.
+            if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(referencing))) {
+                continue;
+            }
             add_reference(&paths, constraint, add_column(&paths, referencing, referencing_attnum));
         }
     }
@@ -362,62 +375,200 @@ void refuse_unwidenable_types(const KeyPaths &paths, const char *key_text) {
     }
 }
 
-// The caller must be entitled to alter every table that holds the key's values, as its owner (or
-// a superuser) could; and each partition or child must have the owner of the table whose ALTER
-// TABLE changes it, since PostgreSQL runs its constraints as that owner.
-void refuse_foreign_owners(const KeyPaths &paths, const char *key_text) {
-    StringInfoData blockers;
-    initStringInfo(&blockers);
+// The index of a column in the set, or -1.
+int find_column(const KeyPaths &paths, Oid relation, AttrNumber attnum) {
     for (int i = 0; i < paths.count; i++) {
-        const KeyColumn &column = paths.columns[i];
-        const Oid owner = owner_of(column.relation);
-        if (!has_privs_of_role(GetUserId(), owner)) {
-            appendStringInfo(&blockers, "%s%s (owned by %s)", blockers.len > 0 ? ", " : "",
-                             table_text(column.relation), quote_identifier(role_text(owner)));
+        if (paths.columns[i].relation == relation && paths.columns[i].attnum == attnum) {
+            return i;
         }
     }
-    if (blockers.len > 0) {
-        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                        errmsg("must be owner of the tables that hold the key %s", key_text),
-                        errdetail("Owned by other roles: %s. Nothing was changed.", blockers.data),
-                        errhint("Run the conversion as a role that owns all of them, or as a "
-                                "superuser: each table is altered as its owner.")));
+    return -1;
+}
+
+// Whether a column of the set is the key itself or its copy in a partition or child.
+bool is_key_column(const KeyPaths &paths, const KeyColumn &column) {
+    return column.root == paths.columns[0].root &&
+           column.root_attnum == paths.columns[0].root_attnum;
+}
+
+// Every table on the paths must have the key's owner. Widening a column makes PostgreSQL
+// validate each foreign key on it again, with a query on the tables at both ends that runs as
+// the role running the ALTER TABLE, and the planner runs immutable functions of those tables'
+// partial indexes and statistics; a partition's constraints run as its parent's owner. With one
+// owner, each ALTER TABLE runs as that owner and no other role's code runs with its rights
+// (the foreign keys that leave the paths are refused by refuse_outgoing_keys).
+void refuse_mixed_owners(const KeyPaths &paths, const char *key_text) {
+    const Oid owner = owner_of(paths.columns[0].relation);
+    StringInfoData others;
+    initStringInfo(&others);
+    for (int i = 1; i < paths.count; i++) {
+        const Oid relation = paths.columns[i].relation;
+        bool named = relation == paths.columns[0].relation;
+        for (int j = 1; j < i && !named; j++) {
+            named = paths.columns[j].relation == relation;
+        }
+        const Oid table_owner = owner_of(relation);
+        if (!named && table_owner != owner) {
+            appendStringInfo(&others, "%s%s (owned by %s)", others.len > 0 ? ", " : "",
+                             table_text(relation), quote_identifier(role_text(table_owner)));
+        }
     }
-    for (int i = 0; i < paths.count; i++) {
-        const KeyColumn &column = paths.columns[i];
-        const Oid owner = owner_of(column.relation);
-        const Oid root_owner = owner_of(column.root);
-        if (owner != root_owner) {
-            ereport(
-                ERROR,
+    if (others.len > 0) {
+        const char *owner_name = quote_identifier(role_text(owner));
+        ereport(ERROR,
                 (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                 errmsg("%s is owned by %s, but %s, whose ALTER TABLE changes it, by %s",
-                        table_text(column.relation), quote_identifier(role_text(owner)),
-                        table_text(column.root), quote_identifier(role_text(root_owner))),
-                 errdetail("PostgreSQL would run the constraints of %s as %s. Nothing was "
-                           "changed.",
-                           table_text(column.relation), quote_identifier(role_text(root_owner))),
-                 errhint("Give it the owner of its parent (ALTER TABLE %s OWNER TO %s), then "
-                         "convert.",
-                         table_text(column.relation), quote_identifier(role_text(root_owner)))));
-        }
+                 errmsg("the tables that hold the key %s do not all belong to %s", key_text,
+                        owner_name),
+                 errdetail("Owned by other roles: %s. Widening a column makes PostgreSQL "
+                           "check its foreign keys and its partitions' constraints as the role "
+                           "that alters the table, with code of the other tables; so they must "
+                           "have one owner. Nothing was changed.",
+                           others.data),
+                 errhint("Give them one owner (ALTER TABLE ... OWNER TO %s), or drop the foreign "
+                         "keys that reach them, convert, and add the keys back as their owner.",
+                         owner_name)));
     }
 }
 
-// PostgreSQL cannot change the type of a column in a partition key.
-constexpr char kPartitionKeyQuery[] =
-    "SELECT 1 FROM pg_catalog.pg_partitioned_table WHERE partrelid = $1 AND $2 = ANY (partattrs)";
+// The foreign keys of a column (it references through them), with the referenced column.
+constexpr char kOutgoingKeysQuery[] =
+    "SELECT c.conname, c.confrelid, k.referenced FROM pg_catalog.pg_constraint AS c "
+    "CROSS JOIN LATERAL ROWS FROM (pg_catalog.unnest(c.conkey), pg_catalog.unnest(c.confkey)) "
+    "AS k(referencing, referenced) "
+    "WHERE c.contype = 'f' AND c.conrelid = $1 AND k.referencing = $2 ORDER BY c.conname";
 
-// Refused before anything changes, rather than by ALTER TABLE after other tables were rewritten.
-void refuse_widened_partition_keys(const KeyPaths &paths) {
+// A key that references another table could take no new id (the id would not be there), and a
+// widened column that references a column off the paths would leave that column too small and
+// make PostgreSQL check its foreign key on a table the conversion does not hold.
+void refuse_outgoing_keys(const KeyPaths &paths, const char *key_text) {
     for (int i = 0; i < paths.count; i++) {
         const KeyColumn &column = paths.columns[i];
-        if (!is_widened(column)) {
+        const bool is_key = is_key_column(paths, column);
+        if (!is_key && !is_widened(column)) {
             continue;
         }
         Oid types[2] = {OIDOID, INT2OID};
         Datum arguments[2] = {ObjectIdGetDatum(column.relation), Int16GetDatum(column.attnum)};
-        if (run_query(kPartitionKeyQuery, 2, types, arguments, true) > 0) {
+        const uint64 count = run_query(kOutgoingKeysQuery, 2, types, arguments, true);
+        for (uint64 r = 0; r < count; r++) {
+            HeapTuple row = SPI_tuptable->vals[r];
+            const TupleDesc description = SPI_tuptable->tupdesc;
+            bool is_null = true;
+            const char *name = SPI_getvalue(row, description, 1);
+            const Oid referenced = DatumGetObjectId(SPI_getbinval(row, description, 2, &is_null));
+            const AttrNumber referenced_attnum =
+                DatumGetInt16(SPI_getbinval(row, description, 3, &is_null));
+            const char *target = column_text(referenced, referenced_attnum);
+            if (is_key) {
+                ereport(ERROR,
+                        (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                         errmsg("the key %s references %s through the foreign key %s", key_text,
+                                target, quote_identifier(name)),
+                         errdetail("A new Snowflake id would not be in %s, so every insert would "
+                                   "fail. Nothing was changed.",
+                                   target),
+                         errhint("Convert the key of %s instead (its values reach this column), "
+                                 "or drop the foreign key first.",
+                                 table_text(referenced))));
+            }
+            if (find_column(paths, referenced, referenced_attnum) < 0) {
+                const char *widened = column_text(column.relation, column.attnum);
+                ereport(
+                    ERROR,
+                    (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                     errmsg("column %s, which holds values of the key %s, also references "
+                            "%s through the foreign key %s",
+                            widened, key_text, target, quote_identifier(name)),
+                     errdetail("%s would stay %s and new ids would not be in it: inserts of "
+                               "them would fail. Nothing was changed.",
+                               target, format_type_be(get_atttype(referenced, referenced_attnum))),
+                     errhint("Drop the foreign key %s, convert, then widen %s and add the "
+                             "key back.",
+                             quote_identifier(name), target)));
+            }
+        }
+    }
+}
+
+// Inserts could fail and the conversion could not judge them: a foreign table's remote column
+// is not widened, and a column inherited from a parent off the key's tree cannot be changed
+// without that parent.
+void refuse_foreign_tables_and_other_parents(const KeyPaths &paths, const char *key_text) {
+    for (int i = 0; i < paths.count; i++) {
+        const KeyColumn &column = paths.columns[i];
+        if (get_rel_relkind(column.relation) == RELKIND_FOREIGN_TABLE) {
+            ereport(ERROR,
+                    (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                     errmsg("%s, which holds values of the key %s, is a foreign table",
+                            table_text(column.relation), key_text),
+                     errdetail("The column of its remote table would not be widened. Nothing was "
+                               "changed."),
+                     errhint("Detach it (ALTER TABLE ... NO INHERIT ... or DETACH PARTITION), "
+                             "convert, widen the remote column, then attach it again.")));
+        }
+        Oid type_oid[1] = {OIDOID};
+        Datum relation_argument[1] = {ObjectIdGetDatum(column.relation)};
+        const uint64 parent_count = run_query(kParentsQuery, 1, type_oid, relation_argument, true);
+        SPITupleTable *parents = SPI_tuptable;
+        const char *name = get_attname(column.relation, column.attnum, false);
+        for (uint64 p = 0; p < parent_count; p++) {
+            bool is_null = true;
+            const Oid parent =
+                DatumGetObjectId(SPI_getbinval(parents->vals[p], parents->tupdesc, 1, &is_null));
+            const AttrNumber parent_attnum = get_attnum(parent, name);
+            if (parent_attnum == InvalidAttrNumber) {
+                continue;
+            }
+            const int index = find_column(paths, parent, parent_attnum);
+            if (index >= 0 && paths.columns[index].root == column.root &&
+                paths.columns[index].root_attnum == column.root_attnum) {
+                continue;
+            }
+            ereport(
+                ERROR,
+                (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                 errmsg("column %s, which holds values of the key %s, is also inherited "
+                        "from %s",
+                        column_text(column.relation, column.attnum), key_text, table_text(parent)),
+                 errdetail("PostgreSQL changes the type of a column inherited from several "
+                           "parents only with all of them, and %s is not changed with %s. "
+                           "Nothing was changed.",
+                           table_text(parent), table_text(column.root)),
+                 errhint("Detach it from that parent (ALTER TABLE %s NO INHERIT %s), "
+                         "convert, then attach it again once the parent's column is bigint.",
+                         table_text(column.relation), table_text(parent))));
+        }
+    }
+}
+
+// Whether the column is one of the partition key's columns or used in one of its expressions.
+bool in_partition_key(PartitionKey key, AttrNumber attnum) {
+    for (int i = 0; i < get_partition_natts(key); i++) {
+        if (get_partition_col_attnum(key, i) == attnum) {
+            return true;
+        }
+    }
+    Bitmapset *columns = nullptr;
+    pull_varattnos(reinterpret_cast<Node *>(get_partition_exprs(key)), 1, &columns);
+    return bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber, columns);
+}
+
+// PostgreSQL cannot change the type of a column in a partition key; and where the column is one
+// of several, or in an expression, the conversion cannot judge which partition takes a new id.
+// Refused before anything changes, rather than by ALTER TABLE or by every insert afterwards.
+void refuse_partition_keys(const KeyPaths &paths) {
+    for (int i = 0; i < paths.count; i++) {
+        const KeyColumn &column = paths.columns[i];
+        if (get_rel_relkind(column.relation) != RELKIND_PARTITIONED_TABLE) {
+            continue;
+        }
+        Relation relation = table_open(column.relation, NoLock);
+        PartitionKey key = RelationGetPartitionKey(relation);
+        const bool in_key = in_partition_key(key, column.attnum);
+        const bool alone =
+            get_partition_natts(key) == 1 && get_partition_col_attnum(key, 0) == column.attnum;
+        table_close(relation, NoLock);
+        if (in_key && is_widened(column)) {
             ereport(
                 ERROR,
                 (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -429,11 +580,26 @@ void refuse_widened_partition_keys(const KeyPaths &paths) {
                  errhint("Create a table partitioned by a bigint column with partitions for "
                          "Snowflake ids, move the rows there, then convert it.")));
         }
+        if (in_key && !alone) {
+            ereport(
+                ERROR,
+                (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                 errmsg("column %s is in the partition key of %s with other columns or in an "
+                        "expression",
+                        column_text(column.relation, column.attnum), table_text(column.relation)),
+                 errdetail("The conversion cannot tell whether a partition takes new Snowflake "
+                           "ids; if none does, every insert fails. Nothing was changed."),
+                 errhint("Partition %s by the column alone, or by other columns only (a new "
+                         "table, with the rows moved there), then convert.",
+                         table_text(column.relation))));
+        }
     }
 }
 
-// Views and policies that a change of type would break, on every widened column of every table
-// (a sibling partition's view included), named at once.
+// What PostgreSQL cannot carry through a change of type, on every widened column of every table
+// (a sibling partition's view included), named at once: views and rules, policies, triggers
+// (a WHEN condition or UPDATE OF), publications (a WHERE or a column list) and generated
+// columns (whose expression, a default of another column, depends on the column).
 constexpr char kBlockersQuery[] =
     "SELECT pg_catalog.string_agg(DISTINCT "
     "pg_catalog.pg_describe_object(dep.classid, dep.objid, 0), ', ') "
@@ -444,9 +610,11 @@ constexpr char kBlockersQuery[] =
     "ON dep.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass "
     "AND dep.refobjid = m.relation AND dep.refobjsubid = m.attnum "
     "WHERE dep.classid IN ('pg_catalog.pg_rewrite'::pg_catalog.regclass, "
-    "'pg_catalog.pg_policy'::pg_catalog.regclass) AND dep.deptype = 'n'";
+    "'pg_catalog.pg_policy'::pg_catalog.regclass, 'pg_catalog.pg_trigger'::pg_catalog.regclass, "
+    "'pg_catalog.pg_publication_rel'::pg_catalog.regclass) "
+    "OR (dep.classid = 'pg_catalog.pg_attrdef'::pg_catalog.regclass AND dep.deptype = 'n')";
 
-// One refusal naming every view and policy, rather than ALTER TABLE's error on the first.
+// One refusal naming all of them, rather than ALTER TABLE's error on the first.
 void refuse_views_and_policies(const KeyPaths &paths, const char *key_text) {
     Datum *relations = static_cast<Datum *>(palloc(sizeof(Datum) * paths.count));
     Datum *attnums = static_cast<Datum *>(palloc(sizeof(Datum) * paths.count));
@@ -471,8 +639,9 @@ void refuse_views_and_policies(const KeyPaths &paths, const char *key_text) {
                 (errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
                  errmsg("cannot widen the key %s or the columns that reference it", key_text),
                  errdetail("In the way: %s. Nothing was changed.", blockers),
-                 errhint("Drop them, convert, then create them again: a view or policy cannot "
-                         "follow a column's change of type.")));
+                 errhint("Drop them (or the table from the publication), convert, then create "
+                         "them again: PostgreSQL cannot change the type of a column they "
+                         "use.")));
     }
 }
 
@@ -1010,6 +1179,19 @@ extern "C" Datum snowflake_convert_column(PG_FUNCTION_ARGS) {
                         errmsg("snowflake_convert_column() needs a table and a column"),
                         errhint("Call it as snowflake_convert_column('orders', 'id').")));
     }
+    // The conversion must see the tables as they are once its locks are held; ALTER TABLE itself
+    // reads some of the catalog with the transaction's snapshot, and fails on a foreign key newer
+    // than it.
+    if (IsolationUsesXactSnapshot()) {
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+                 errmsg("snowflake_convert_column() cannot run in a REPEATABLE READ or "
+                        "SERIALIZABLE transaction"),
+                 errdetail("It must read the tables as they are once its locks are held, and "
+                           "this transaction's snapshot may be older. Nothing was changed."),
+                 errhint("Run it in a READ COMMITTED transaction (the default): BEGIN "
+                         "ISOLATION LEVEL READ COMMITTED.")));
+    }
     const Oid relation = PG_GETARG_OID(0);
     const char *column = NameStr(*PG_GETARG_NAME(1));
     InitMaterializedSRF(fcinfo, 0);
@@ -1040,9 +1222,11 @@ extern "C" Datum snowflake_convert_column(PG_FUNCTION_ARGS) {
     AttrNumber attnum = InvalidAttrNumber;
     const KeyFacts key = read_key(relation, column, &attnum);
     const KeyPaths paths = follow_key(relation, attnum);
-    refuse_foreign_owners(paths, key.column_text);
+    refuse_mixed_owners(paths, key.column_text);
+    refuse_outgoing_keys(paths, key.column_text);
+    refuse_foreign_tables_and_other_parents(paths, key.column_text);
     refuse_unwidenable_types(paths, key.column_text);
-    refuse_widened_partition_keys(paths);
+    refuse_partition_keys(paths);
     refuse_views_and_policies(paths, key.column_text);
     refuse_shared_identity(relation, column, key);
     refuse_keys_out_of_range(relation, column, key, extension_schema);
