@@ -8,10 +8,12 @@ use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
 use Time::HiRes qw(usleep);
 
 our @EXPORT = qw(snowflake_node start_with_clock set_clock_offset error_of have_libfaketime
-  max_id kill9_and_wait set_and_reload start_statement finish_statement archive_current_wal);
+  max_id kill9_and_wait set_and_reload start_statement finish_statement archive_current_wal
+  start_with_mark_faults inject_mark_fault);
 
 # Debian's multiarch path of libfaketime, whatever the architecture.
 my ($libfaketime) = glob('/usr/lib/*/faketime/libfaketime.so.1');
@@ -122,6 +124,29 @@ sub archive_current_wal {
     $node->poll_query_until('postgres',
         "SELECT last_archived_wal >= '$segment' FROM pg_stat_archiver")
       or die "the WAL segment $segment was not archived";
+}
+
+# The file that tells the fault library which fault to inject (start_with_mark_faults).
+my $mark_fault_file;
+
+# Builds the fault library test/faults/mark_faults.c, here so that a test needs nothing but a C
+# compiler, and starts the node with it preloaded and no fault injected.
+sub start_with_mark_faults {
+    my ($node) = @_;
+    my $library = "$PostgreSQL::Test::Utils::tmp_check/mark_faults.so";
+    $mark_fault_file = "$PostgreSQL::Test::Utils::tmp_check/mark_fault";
+    command_ok(['cc', '-shared', '-fPIC', '-o', $library,
+            "$FindBin::RealBin/../faults/mark_faults.c", '-ldl'], 'the fault library builds');
+    local $ENV{LD_PRELOAD} = $library;
+    local $ENV{SNOWFLAKE_FAULT_FILE} = $mark_fault_file;
+    inject_mark_fault('');
+    $node->start;
+}
+
+# Switches the fault that the preloaded library injects: 'enospc', 'eio', 'stall' or '' for none.
+sub inject_mark_fault {
+    unlink $mark_fault_file;
+    PostgreSQL::Test::Utils::append_to_file($mark_fault_file, $_[0]);
 }
 
 # The largest id in a table, or -1 when it is empty.

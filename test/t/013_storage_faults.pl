@@ -10,30 +10,11 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
-use FindBin;
 use SnowflakeTest;
-
-# The fault library, built here so that the test needs nothing but a C compiler.
-my $tmp = $PostgreSQL::Test::Utils::tmp_check;
-my $faults = "$tmp/mark_faults.so";
-my $fault_file = "$tmp/mark_fault";
-command_ok(['cc', '-shared', '-fPIC', '-o', $faults, "$FindBin::RealBin/../faults/mark_faults.c",
-        '-ldl'], 'the fault library builds');
-
-# Switches the injected fault: 'enospc', 'eio' or '' for none.
-sub inject {
-    unlink $fault_file;
-    PostgreSQL::Test::Utils::append_to_file($fault_file, $_[0]);
-}
 
 my $node = snowflake_node('storage', allows_streaming => 1, datacenter_id => 13, machine_id => 2);
 $node->append_conf('postgresql.conf', "fsync = on\n");
-{
-    local $ENV{LD_PRELOAD} = $faults;
-    local $ENV{SNOWFLAKE_FAULT_FILE} = $fault_file;
-    inject('');
-    $node->start;
-}
+start_with_mark_faults($node);
 $node->safe_psql('postgres', q(
 CREATE EXTENSION snowflake;
 CREATE TABLE issued (id bigint PRIMARY KEY);
@@ -84,15 +65,15 @@ stops_then_resumes(
 
 stops_then_resumes(
     'a full disk',
-    sub { inject('enospc') },
-    sub { inject('') },
+    sub { inject_mark_fault('enospc') },
+    sub { inject_mark_fault('') },
     qr/ERROR:  53100: could not write snowflake mark file "snowflake_mark.tmp": No space left/);
 
 my $log_offset = -s $node->logfile;
 stops_then_resumes(
     'an fsync error',
-    sub { inject('eio') },
-    sub { inject('') },
+    sub { inject_mark_fault('eio') },
+    sub { inject_mark_fault('') },
     qr/ERROR:  58030: could not put snowflake mark file "snowflake_mark" in place/);
 ok($node->log_contains(qr/could not fsync file "snowflake_mark.tmp": Input\/output error/,
         $log_offset),

@@ -195,6 +195,14 @@ sub guard_pid {
     return $node->safe_psql('postgres',
         q(SELECT pid FROM pg_stat_activity WHERE backend_type = 'snowflake fleet guard'));
 }
+# Whether the member's guard comes to wait on the given wait event.
+sub guard_waits_on {
+    my ($member, $wait_event) = @_;
+    return $member->poll_query_until('postgres',
+        "SELECT wait_event = '$wait_event' FROM pg_stat_activity "
+          . "WHERE backend_type = 'snowflake fleet guard'");
+}
+
 my $worker = guard_pid($members[1]);
 ok($worker, 'pg_stat_activity shows the fleet guard');
 # The wait events that name the extension's waits exist from PostgreSQL 17 on; before, every one
@@ -202,9 +210,7 @@ ok($worker, 'pg_stat_activity shows the fleet guard');
 my $named_waits = $members[1]->safe_psql('postgres', 'SHOW server_version_num') >= 170000;
 SKIP: {
     skip 'PostgreSQL before 17 has no custom wait events', 1 unless $named_waits;
-    ok($members[1]->poll_query_until('postgres',
-            q(SELECT wait_event = 'SnowflakeFleetSleep' FROM pg_stat_activity
-              WHERE backend_type = 'snowflake fleet guard')),
+    ok(guard_waits_on($members[1], 'SnowflakeFleetSleep'),
         'between checks the guard waits on SnowflakeFleetSleep');
 }
 # The worker's CPU time, which pg_stat_activity does not show: the one read of /proc left.
@@ -261,9 +267,7 @@ my $asking = $stop_silent->accept or die "accept: $!";
 my $round_began = time;
 SKIP: {
     skip 'PostgreSQL before 17 has no custom wait events', 1 unless $named_waits;
-    ok($members[2]->poll_query_until('postgres',
-            q(SELECT wait_event = 'SnowflakePeerAnswer' FROM pg_stat_activity
-              WHERE backend_type = 'snowflake fleet guard')),
+    ok(guard_waits_on($members[2], 'SnowflakePeerAnswer'),
         'while it waits for an answer the guard waits on SnowflakePeerAnswer');
 }
 $members[2]->stop('fast');

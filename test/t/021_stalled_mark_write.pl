@@ -9,30 +9,11 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep time);
-use FindBin;
 use SnowflakeTest;
-
-# The fault library, built here so that the test needs nothing but a C compiler.
-my $tmp = $PostgreSQL::Test::Utils::tmp_check;
-my $faults = "$tmp/mark_faults.so";
-my $fault_file = "$tmp/mark_fault";
-command_ok(['cc', '-shared', '-fPIC', '-o', $faults, "$FindBin::RealBin/../faults/mark_faults.c",
-        '-ldl'], 'the fault library builds');
-
-# Switches the injected fault: 'stall' or '' for none.
-sub inject {
-    unlink $fault_file;
-    PostgreSQL::Test::Utils::append_to_file($fault_file, $_[0]);
-}
 
 my $node = snowflake_node('stalled', datacenter_id => 3, machine_id => 4);
 $node->append_conf('postgresql.conf', "fsync = on\n");
-{
-    local $ENV{LD_PRELOAD} = $faults;
-    local $ENV{SNOWFLAKE_FAULT_FILE} = $fault_file;
-    inject('');
-    $node->start;
-}
+start_with_mark_faults($node);
 # phase: 1 before the stall, 2 the writer's, 3 after it; seq: the order of issue.
 $node->safe_psql('postgres', q(
 CREATE EXTENSION snowflake;
@@ -56,7 +37,7 @@ $node->safe_psql('postgres',
 # The writer generates an id every 10 ms; the first of its calls that extends the lease stalls in
 # the mark file's fsync, holding the mark lock. Only it generates, so the mark stops moving and
 # the clock passes it within a second.
-inject('stall');
+inject_mark_fault('stall');
 my $writer = $node->background_psql('postgres');
 my $writer_pid = $writer->query_safe('SELECT pg_backend_pid()');
 $writer->query_until(qr/started\n/, q(\echo started
@@ -125,7 +106,7 @@ is($node->safe_psql('postgres', 'SELECT last_timestamp <= persisted_mark FROM sn
 
 # Once the write returns, the writer finishes and generation resumes. The cancel and the
 # termination made their psqls stop; they are only waited for, now that nothing can hold them.
-inject('');
+inject_mark_fault('');
 eval { $cancelled->quit };
 eval { $terminated->quit };
 my $writer_finished = eval { finish_statement($writer); 1 };
