@@ -200,6 +200,22 @@ SELECT pg_temp.refusal($$SELECT * FROM snowflake_convert_column('mallory_space.h
 SELECT column_shape('vip_orders', 'id'), column_shape('mallory_space.notes', 'order_id'),
        column_shape('mallory_space.her_orders', 'id'), column_shape('vip_audit', 'order_id');
 SELECT count(*) AS her_code_ran FROM mallory_space.seen;
+-- Her domain on a column that holds the key: its check would run as the owner of the tables.
+SET ROLE convert_mallory;
+CREATE DOMAIN mallory_space.order_ref AS bigint CHECK (mallory_space.audit_ok(VALUE));
+RESET ROLE;
+CREATE TABLE domain_orders (id serial PRIMARY KEY);
+CREATE TABLE domain_refs (order_id mallory_space.order_ref REFERENCES domain_orders (id));
+TRUNCATE mallory_space.seen;
+SELECT pg_temp.refusal($$SELECT * FROM snowflake_convert_column('domain_orders', 'id')$$);
+SELECT column_shape('domain_orders', 'id');
+SELECT count(*) AS her_code_ran FROM mallory_space.seen;
+-- A domain of the tables' own owner is judged, in a temporary table too.
+CREATE DOMAIN pg_temp.own_ref AS bigint;
+CREATE TEMP TABLE temp_orders (id serial PRIMARY KEY);
+CREATE TEMP TABLE temp_refs (order_id pg_temp.own_ref REFERENCES temp_orders (id));
+SELECT count(*) FROM snowflake_convert_column('temp_orders', 'id');
+SELECT column_shape('temp_orders', 'id');
 -- A superuser converting her own table alters it as her.
 SELECT * FROM snowflake_convert_column('mallory_space.own_keys', 'id');
 SELECT rolsuper FROM pg_roles WHERE rolname = 'convert_mallory';

@@ -239,9 +239,45 @@ constexpr char kReferencesQuery[] =
     "AS k(referenced, referencing) "
     "WHERE c.contype = 'f' AND c.confrelid = $1 AND k.referenced = $2";
 
+// The error of a key whose paths hold tables or domains of other roles than its owner.
+[[noreturn]] void report_mixed_owners(const char *key_text, Oid owner, const char *others) {
+    const char *owner_name = quote_identifier(role_text(owner));
+    ereport(
+        ERROR,
+        (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+         errmsg("the tables that hold the key %s do not all belong to %s", key_text, owner_name),
+         errdetail("Owned by other roles: %s. Widening a column makes PostgreSQL check its "
+                   "foreign keys, its partitions' constraints and its domains as the role "
+                   "that alters the table, with code of the other objects; so they must "
+                   "have one owner. Nothing was changed.",
+                   others),
+         errhint("Give them one owner (ALTER TABLE or ALTER DOMAIN ... OWNER TO %s), or "
+                 "drop the foreign keys that reach them, convert, and add the keys back as "
+                 "their owner.",
+                 owner_name)));
+    pg_unreachable();
+}
+
+// Refuses, before it is locked, a table that another role than the key's owner owns, as
+// refuse_mixed_owners would once all are locked, so that a stranger's call holds none of them.
+void refuse_stranger(Oid relation, const KeyColumn &key) {
+    HeapTuple tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relation));
+    if (!HeapTupleIsValid(tuple)) {
+        return;  // dropped meanwhile: the lock that follows finds it gone
+    }
+    const Oid table_owner = reinterpret_cast<Form_pg_class>(GETSTRUCT(tuple))->relowner;
+    ReleaseSysCache(tuple);
+    const Oid owner = owner_of(key.relation);
+    if (table_owner != owner) {
+        report_mixed_owners(column_text(key.relation, key.attnum), owner,
+                            psprintf("%s (owned by %s)", table_text(relation),
+                                     quote_identifier(role_text(table_owner))));
+    }
+}
+
 // Finds the table whose ALTER TABLE changes the column: an inherited column is changed only
 // through the parent it comes from. Each parent is locked before its catalog is read.
-void find_root(KeyColumn *column) {
+void find_root(KeyColumn *column, const KeyColumn &key) {
     Oid relation = column->relation;
     AttrNumber attnum = column->attnum;
     for (;;) {
@@ -267,6 +303,7 @@ void find_root(KeyColumn *column) {
             bool is_null = true;
             const Oid parent =
                 DatumGetObjectId(SPI_getbinval(parents->vals[i], parents->tupdesc, 1, &is_null));
+            refuse_stranger(parent, key);
             LockRelationOid(parent, AccessExclusiveLock);
             const AttrNumber parent_attnum = get_attnum(parent, name);
             if (parent_attnum != InvalidAttrNumber) {
@@ -298,12 +335,15 @@ KeyPaths follow_key(Oid relation, AttrNumber attnum) {
     add_column(&paths, relation, attnum);
     for (int i = 0; i < paths.count; i++) {
         if (!paths.columns[i].tree_followed) {
-            find_root(&paths.columns[i]);
+            find_root(&paths.columns[i], paths.columns[0]);
             const Oid root = paths.columns[i].root;
             const AttrNumber root_attnum = paths.columns[i].root_attnum;
             const char *root_name = get_attname(root, root_attnum, false);
-            List *tree = find_all_inheritors(root, AccessExclusiveLock, nullptr);
             ListCell *cell;
+            foreach (cell, find_all_inheritors(root, NoLock, nullptr)) {
+                refuse_stranger(lfirst_oid(cell), paths.columns[0]);
+            }
+            List *tree = find_all_inheritors(root, AccessExclusiveLock, nullptr);
             foreach (cell, tree) {
                 const Oid member = lfirst_oid(cell);
                 const AttrNumber member_attnum = get_attnum(member, root_name);
@@ -330,6 +370,9 @@ KeyPaths follow_key(Oid relation, AttrNumber attnum) {
                 SPI_getbinval(references->vals[r], references->tupdesc, 2, &is_null));
             const AttrNumber referencing_attnum =
                 DatumGetInt16(SPI_getbinval(references->vals[r], references->tupdesc, 3, &is_null));
+            // A table of another role is refused before it is locked, so that a stranger's
+            // call cannot hold it (refuse_mixed_owners judges again once all are locked).
+            refuse_stranger(referencing, paths.columns[0]);
             LockRelationOid(referencing, AccessExclusiveLock);
             // Dropped while the lock was awaited: its foreign key went with it.
             if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(referencing))) {
@@ -391,6 +434,31 @@ bool is_key_column(const KeyPaths &paths, const KeyColumn &column) {
            column.root_attnum == paths.columns[0].root_attnum;
 }
 
+// Names each domain of the type, down to its base type, that another role owns: its checks run
+// as whoever judges or rewrites a value of it, the conversion's owner here.
+void add_foreign_domains(Oid type, Oid owner, StringInfo others, List **named) {
+    for (;;) {
+        HeapTuple tuple = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
+        if (!HeapTupleIsValid(tuple)) {
+            return;
+        }
+        const auto *form = reinterpret_cast<Form_pg_type>(GETSTRUCT(tuple));
+        const bool domain = form->typtype == TYPTYPE_DOMAIN;
+        const Oid type_owner = form->typowner;
+        const Oid base = form->typbasetype;
+        ReleaseSysCache(tuple);
+        if (!domain) {
+            return;
+        }
+        if (type_owner != owner && !list_member_oid(*named, type)) {
+            *named = lappend_oid(*named, type);
+            appendStringInfo(others, "%sdomain %s (owned by %s)", others->len > 0 ? ", " : "",
+                             format_type_be(type), quote_identifier(role_text(type_owner)));
+        }
+        type = base;
+    }
+}
+
 // Every table on the paths must have the key's owner. Widening a column makes PostgreSQL
 // validate each foreign key on it again, with a query on the tables at both ends that runs as
 // the role running the ALTER TABLE, and the planner runs immutable functions of those tables'
@@ -413,20 +481,12 @@ void refuse_mixed_owners(const KeyPaths &paths, const char *key_text) {
                              table_text(relation), quote_identifier(role_text(table_owner)));
         }
     }
+    List *named_domains = NIL;
+    for (int i = 0; i < paths.count; i++) {
+        add_foreign_domains(paths.columns[i].type, owner, &others, &named_domains);
+    }
     if (others.len > 0) {
-        const char *owner_name = quote_identifier(role_text(owner));
-        ereport(ERROR,
-                (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                 errmsg("the tables that hold the key %s do not all belong to %s", key_text,
-                        owner_name),
-                 errdetail("Owned by other roles: %s. Widening a column makes PostgreSQL "
-                           "check its foreign keys and its partitions' constraints as the role "
-                           "that alters the table, with code of the other tables; so they must "
-                           "have one owner. Nothing was changed.",
-                           others.data),
-                 errhint("Give them one owner (ALTER TABLE ... OWNER TO %s), or drop the foreign "
-                         "keys that reach them, convert, and add the keys back as their owner.",
-                         owner_name)));
+        report_mixed_owners(key_text, owner, others.data);
     }
 }
 
@@ -807,14 +867,16 @@ void refuse_rejecting_constraints(Relation relation, AttrNumber attnum, int64 id
     if (getBaseType(type) == type) {
         return;
     }
-    DomainConstraintRef domain;
-    InitDomainConstraintRef(type, &domain, CurrentMemoryContext, true);
+    // In the context it registers its reset callback in, not on the stack: the callback runs
+    // when that context goes, long after this frame.
+    auto *domain = static_cast<DomainConstraintRef *>(palloc(sizeof(DomainConstraintRef)));
+    InitDomainConstraintRef(type, domain, CurrentMemoryContext, true);
     EState *estate = CreateExecutorState();
     ExprContext *econtext = GetPerTupleExprContext(estate);
     econtext->domainValue_datum = Int64GetDatum(id);
     econtext->domainValue_isNull = false;
     ListCell *cell;
-    foreach (cell, domain.constraints) {
+    foreach (cell, domain->constraints) {
         auto *constraint = static_cast<DomainConstraintState *>(lfirst(cell));
         if (constraint->constrainttype == DOM_CONSTRAINT_CHECK &&
             !ExecCheck(constraint->check_exprstate, econtext)) {

@@ -100,4 +100,30 @@ for my $level ('REPEATABLE READ', 'SERIALIZABLE') {
 }
 $other->quit;
 
+# A table of another role on the key's paths is refused before it is locked: a role converting
+# its own table cannot hold a stranger's locked while it waits for one of its own.
+$node->safe_psql('postgres', q(
+CREATE ROLE stranger_owner;
+CREATE ROLE key_owner;
+CREATE TABLE her_keys (id serial PRIMARY KEY);
+ALTER TABLE her_keys OWNER TO key_owner;
+GRANT REFERENCES ON her_keys TO PUBLIC;
+CREATE TABLE stranger_refs (key_id integer REFERENCES her_keys (id));
+ALTER TABLE stranger_refs OWNER TO stranger_owner;
+CREATE TABLE her_refs (key_id integer REFERENCES her_keys (id));
+ALTER TABLE her_refs OWNER TO key_owner;
+));
+my $holder = $node->background_psql('postgres');
+$holder->query_safe('BEGIN; LOCK TABLE her_refs IN ACCESS EXCLUSIVE MODE');
+my ($ret, $stdout, $stderr) = $node->psql('postgres', q(SET statement_timeout = '20s';
+SET ROLE key_owner;
+SELECT count(*) FROM snowflake_convert_column('her_keys', 'id')));
+like($stderr, qr/ERROR:  the tables that hold the key public\.her_keys\.id do not all belong to key_owner/,
+    "a stranger's table on the paths is refused at once");
+is($node->safe_psql('postgres', q(SELECT count(*) FROM pg_locks
+    WHERE relation = 'stranger_refs'::regclass AND mode = 'AccessExclusiveLock')),
+    '0', 'and was never locked');
+$holder->query_safe('COMMIT');
+$holder->quit;
+
 done_testing();
