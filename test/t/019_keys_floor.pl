@@ -81,7 +81,8 @@ CREATE INDEX ON hostile ((trap(v)));
 CREATE TRIGGER trap BEFORE INSERT OR UPDATE ON hostile FOR EACH ROW EXECUTE FUNCTION trap_trigger();
 -- A planner folds the index predicates and statistics expressions of a table it plans for, so
 -- these would run as whoever plans a query on it: one makes alice a superuser if that is one, the
--- other fails for anyone but her. The test itself never queries this table but as alice.
+-- other fails for anyone but her. The test itself never queries this table but as alice. They
+-- name their schema: from 17 on, CREATE INDEX and ANALYZE run them with search_path pg_catalog.
 CREATE FUNCTION promote() RETURNS void VOLATILE LANGUAGE plpgsql AS \$\$
 BEGIN
     IF (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
@@ -90,12 +91,12 @@ BEGIN
 END \$\$;
 CREATE FUNCTION promoting() RETURNS boolean IMMUTABLE LANGUAGE plpgsql AS \$\$
 BEGIN
-    PERFORM promote();
+    PERFORM "Odd Schema".promote();
     RETURN true;
 END \$\$;
 CREATE FUNCTION alice_only() RETURNS integer IMMUTABLE LANGUAGE plpgsql AS \$\$
 BEGIN
-    RETURN trap(1);
+    RETURN "Odd Schema".trap(1);
 END \$\$;
 CREATE TABLE folded (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), v integer);
 CREATE INDEX ON folded (id) WHERE promoting();
