@@ -1,11 +1,13 @@
 // The floor from keys: after a start without a mark file (pg_upgrade, a restore without the file,
 // its removal), the highest timestamp this server issued is unknown. The first
 // snowflake_nextval() in each database then raises the generator above the stored keys of this
-// server's node pair that are ahead of the clock (core/key_floor.hpp says which), read from every
-// table that holds keys of a column whose default calls it: the column's own default, its type's
-// (a domain's) or an ancestor's (partitions, sub-partitions and inheritance children take their
-// keys from their parent). A file in the data directory keeps the check armed across restarts
-// until every database that takes connections has been checked in one run.
+// server's node pair that are ahead of the clock, up to the end of a window that the first read
+// after the start fixes (core/key_floor.hpp says which), read from every column that may hold
+// keys: one whose default calls it (its own default, its type's, or an ancestor's, since
+// partitions, sub-partitions and inheritance children take their keys from their parent) and
+// every bigint column that leads a btree index (a table keeps its keys when its default goes). A
+// file in the data directory keeps the check armed across restarts until every database that
+// takes connections has been checked in one run.
 // doc/operations.md "Upgrading PostgreSQL" and "Guarantees" say what it covers and why.
 //
 // The keys are read without the planner or the executor: an index scan of a btree index led by
