@@ -49,7 +49,6 @@ extern "C" {
 #include "storage/lmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/datetime.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -472,6 +471,17 @@ void disarm_if_all_checked(SnowflakeShared *shared, ArrayType *checked) {
                          kKeysUncheckedFileName)));
 }
 
+// Warns that keys this database's reads could not see count as reaching the window's end, which
+// generation is held back to.
+void warn_held_to_window_end(const char *what, const char *hint, int64 window_end_ms) {
+    ereport(WARNING, (errmsg("snowflake: %s", what),
+                      errdetail("Their keys count as reaching %s, the furthest ahead a key of this "
+                                "server's node pair may raise the generator "
+                                "(snowflake.key_floor_max_lead): ids are held back until then.",
+                                timestamptz_to_str(snowflake::pg_us_from_unix_ms(window_end_ms))),
+                      errhint("%s", hint)));
+}
+
 // Creates the file that keeps the floor from keys armed across restarts.
 void create_keys_unchecked_file() {
     const int fd = OpenTransientFile(kKeysUncheckedFileName, O_WRONLY | O_CREAT | PG_BINARY);
@@ -555,32 +565,22 @@ void snowflake_check_database_keys(SnowflakeShared *shared, Oid nextval_oid, sno
 
     const char *database = get_database_name(MyDatabaseId);
     if (probe.locked_out > 0 && window.last_unix_ms >= now_unix_ms) {
-        char until_text[MAXDATELEN + 1];
-        strlcpy(until_text, timestamptz_to_str(snowflake::pg_us_from_unix_ms(window.last_unix_ms)),
-                sizeof(until_text));
-        ereport(WARNING,
-                (errmsg("snowflake: %d tables in database \"%s\" were locked by other sessions "
-                        "past the %ld ms the reads of their keys may wait; the first is %s",
-                        probe.locked_out, database, kLockWaitBudgetMs, probe.first_locked_out),
-                 errdetail("Their keys count as reaching %s, the furthest ahead a key of this "
-                           "server's node pair may raise the generator "
-                           "(snowflake.key_floor_max_lead): ids are held back until then.",
-                           until_text),
-                 errhint("Generation resumes by itself then. Find the sessions that hold the "
-                         "locks in pg_locks.")));
+        warn_held_to_window_end(
+            psprintf("%d tables in database \"%s\" were locked by other sessions past the %ld "
+                     "ms the reads of their keys may wait; the first is %s",
+                     probe.locked_out, database, kLockWaitBudgetMs, probe.first_locked_out),
+            "Generation resumes by itself then. Find the sessions that hold the locks in "
+            "pg_locks.",
+            window.last_unix_ms);
     }
     if (probe.prepared_transactions > 0 && window.last_unix_ms >= now_unix_ms) {
-        ereport(WARNING,
-                (errmsg("snowflake: database \"%s\" has %lld prepared transactions, whose tables "
-                        "the reads of keys cannot see",
-                        database, static_cast<long long>(probe.prepared_transactions)),
-                 errdetail("Their keys count as reaching %s, the furthest ahead a key of this "
-                           "server's node pair may raise the generator "
-                           "(snowflake.key_floor_max_lead): ids are held back until then.",
-                           timestamptz_to_str(snowflake::pg_us_from_unix_ms(window.last_unix_ms))),
-                 errhint("Generation resumes by itself then. Commit or roll back the prepared "
-                         "transactions (pg_prepared_xacts) before a start without the mark file "
-                         "to avoid the wait.")));
+        warn_held_to_window_end(
+            psprintf("database \"%s\" has %lld prepared transactions, whose tables the reads of "
+                     "keys cannot see",
+                     database, static_cast<long long>(probe.prepared_transactions)),
+            "Generation resumes by itself then. Commit or roll back the prepared transactions "
+            "(pg_prepared_xacts) before a start without the mark file to avoid the wait.",
+            window.last_unix_ms);
     }
     if (probe.highest_key < 0) {
         ereport(LOG, (errmsg("snowflake: no key of this server's node pair ahead of the clock in "
