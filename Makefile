@@ -19,6 +19,7 @@ OBJS = \
 	src/pg/fleet_refusal.o \
 	src/pg/fleet_setting.o \
 	src/pg/generate.o \
+	src/pg/id_type.o \
 	src/pg/keys_floor.o \
 	src/pg/module.o \
 	src/pg/peer_query.o \
@@ -29,14 +30,15 @@ DATA = src/sql/snowflake--1.0.sql src/sql/snowflake--1.0--1.1.sql \
 	src/sql/snowflake--1.2--1.3.sql \
 	src/sql/snowflake--1.3--1.4.sql \
 	src/sql/snowflake--1.4--1.5.sql \
-	src/sql/snowflake--1.5.sql
+	src/sql/snowflake--1.5--1.6.sql \
+	src/sql/snowflake--1.6.sql
 PGFILEDESC = "snowflake - Twitter-layout Snowflake ids"
 # The documentation beyond the README, installed beside other extensions' documentation.
 DOCS = doc/design.md doc/operations.md doc/performance.md doc/reference.md doc/security.md \
 	doc/testing.md
 
 # pg_regress, pg_isolation_regress and prove each start their own throwaway servers.
-REGRESS = codec generate info errors time_predicates partitioning peers convert install
+REGRESS = codec generate info errors time_predicates partitioning peers convert type install
 REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=test/snowflake.conf
 ISOLATION = interleaved_order time_predicates_sessions
 ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_check_iso \

@@ -37,6 +37,12 @@ WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'snowflake')
   AND NOT EXISTS (SELECT 1 FROM pg_type element WHERE element.typarray = t.oid)
   AND obj_description(t.oid, 'pg_type') IS NULL
 ORDER BY t.oid::regtype::text;
+SELECT pg_describe_object(d.classid, d.objid, 0) AS object_without_comment
+FROM pg_depend AS d
+WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'snowflake')
+  AND d.deptype = 'e' AND d.classid NOT IN ('pg_proc'::regclass, 'pg_type'::regclass)
+  AND obj_description(d.objid, d.classid::regclass::text) IS NULL
+ORDER BY 1;
 
 -- Volatility, strictness and parallel safety are part of the contract too.
 SELECT p.proname AS function, pg_get_function_arguments(p.oid) AS arguments,

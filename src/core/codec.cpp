@@ -72,4 +72,47 @@ int64_t max_id_at_or_before(int64_t unix_ms) noexcept {
     return (unix_ms - kEpochUnixMs) << kTimestampShift | kBelowTimestampMask;
 }
 
+namespace {
+
+// The spaces bigint's input skips (C's isspace in the "C" locale), without a locale lookup.
+constexpr bool is_space(char c) noexcept {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+}  // namespace
+
+IdTextResult parse_id_text(const char *text) noexcept {
+    const char *cursor = text;
+    while (is_space(*cursor)) {
+        ++cursor;
+    }
+    const bool minus = *cursor == '-';
+    if (*cursor == '-' || *cursor == '+') {
+        ++cursor;
+    }
+    if (*cursor < '0' || *cursor > '9') {
+        return {IdTextStatus::kMalformed, 0};
+    }
+    bool too_large = false;
+    uint64_t value = 0;
+    for (; *cursor >= '0' && *cursor <= '9'; ++cursor) {
+        const uint64_t digit = static_cast<uint64_t>(*cursor - '0');
+        too_large = too_large || value > (static_cast<uint64_t>(kMaxId) - digit) / 10;
+        value = too_large ? 0 : value * 10 + digit;
+    }
+    while (is_space(*cursor)) {
+        ++cursor;
+    }
+    if (*cursor != '\0') {
+        return {IdTextStatus::kMalformed, 0};
+    }
+    if (minus && (too_large || value != 0)) {
+        return {IdTextStatus::kNegative, 0};
+    }
+    if (too_large) {
+        return {IdTextStatus::kTooLarge, 0};
+    }
+    return {IdTextStatus::kOk, static_cast<int64_t>(value)};
+}
+
 }  // namespace snowflake

@@ -87,8 +87,27 @@ constexpr int64_t pg_us_from_unix_ms(int64_t unix_ms) noexcept {
     return (unix_ms - kPgEpochUnixMs) * 1000;
 }
 
+// What reading the text form of a value of the snowflake type found.
+enum class IdTextStatus : uint8_t {
+    kOk,
+    kMalformed,
+    kNegative,
+    kTooLarge,
+};
+
+struct IdTextResult {
+    IdTextStatus status;
+    int64_t id;
+};
+
+// Reads decimal digits as bigint's input does (spaces around them, one optional sign), so that
+// every text bigint takes for an id the type takes too; a sign of minus is only allowed on zero,
+// since no id is negative.
+IdTextResult parse_id_text(const char *text) noexcept;
+
 static_assert(std::is_trivially_destructible_v<EncodeResult> &&
-                  std::is_trivially_destructible_v<DecodeResult>,
+                  std::is_trivially_destructible_v<DecodeResult> &&
+                  std::is_trivially_destructible_v<IdTextResult>,
               "results cross the ereport boundary and must own nothing");
 
 }  // namespace snowflake

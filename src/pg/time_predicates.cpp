@@ -79,6 +79,9 @@ struct ExtensionFunctions {
     Oid timestamp = InvalidOid;
     Oid min_id = InvalidOid;
     Oid max_id = InvalidOid;
+    // The snowflake type (version 1.6) and its btree family, or InvalidOid before 1.6.
+    Oid id_type = InvalidOid;
+    Oid id_type_family = InvalidOid;
 };
 
 ExtensionFunctions known_functions;
@@ -140,6 +143,27 @@ Oid helper_beside(Oid timestamp_function, const char *name) {
     return OidIsValid(helper) && is_library_function(helper, name) ? helper : InvalidOid;
 }
 
+Oid default_btree_family(Oid type) {
+    return get_opclass_family(GetDefaultOpClass(type, BTREE_AM_OID));
+}
+
+// The snowflake type of the same installation, recognised by its input function, since before
+// 1.6 a role may have made a type of that name in the extension's schema.
+Oid id_type_beside(Oid timestamp_function) {
+    const Oid type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum("snowflake"),
+                                     ObjectIdGetDatum(get_func_namespace(timestamp_function)));
+    if (!OidIsValid(type)) {
+        return InvalidOid;
+    }
+    HeapTuple tuple = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
+    if (!HeapTupleIsValid(tuple)) {
+        return InvalidOid;
+    }
+    const Oid input = reinterpret_cast<Form_pg_type>(GETSTRUCT(tuple))->typinput;
+    ReleaseSysCache(tuple);
+    return is_library_function(input, "snowflake_in") ? type : InvalidOid;
+}
+
 // Recognises a call of snowflake_timestamp, however it was named in the query.
 bool is_snowflake_timestamp(Oid function) {
     if (function == known_functions.timestamp) {
@@ -155,6 +179,10 @@ bool is_snowflake_timestamp(Oid function) {
     if (!OidIsValid(found.min_id) || !OidIsValid(found.max_id)) {
         return false;
     }
+    found.id_type = id_type_beside(function);
+    if (OidIsValid(found.id_type)) {
+        found.id_type_family = default_btree_family(found.id_type);
+    }
     known_functions = found;
     return true;
 }
@@ -168,15 +196,19 @@ Var *snowflake_timestamp_column(Node *node) {
     if (call->funcresulttype != TIMESTAMPTZOID || list_length(call->args) != 1) {
         return nullptr;
     }
+    // A snowflake column reaches the function through its implicit cast to bigint, which this
+    // strips.
     Node *argument = strip_implicit_coercions(static_cast<Node *>(linitial(call->args)));
-    if (!IsA(argument, Var) || exprType(argument) != INT8OID) {
+    if (!IsA(argument, Var)) {
         return nullptr;
     }
     auto *column = reinterpret_cast<Var *>(argument);
     if (column->varlevelsup != 0 || !is_snowflake_timestamp(call->funcid)) {
         return nullptr;
     }
-    return column;
+    const bool is_id_type =
+        OidIsValid(known_functions.id_type) && column->vartype == known_functions.id_type;
+    return column->vartype == INT8OID || is_id_type ? column : nullptr;
 }
 
 // Constant for one execution of the query: no column of its own level, nothing volatile, no
@@ -184,10 +216,6 @@ Var *snowflake_timestamp_column(Node *node) {
 bool is_query_constant(Node *node) {
     return !contain_var_clause(node) && !contain_volatile_functions(node) &&
            !checkExprHasSubLink(node);
-}
-
-Oid default_btree_family(Oid type) {
-    return get_opclass_family(GetDefaultOpClass(type, BTREE_AM_OID));
 }
 
 // The btree strategy of a timestamptz comparison, or 0 for any other operator.
@@ -199,13 +227,19 @@ int timestamptz_strategy(Oid operator_oid) {
     return get_op_opfamily_strategy(operator_oid, timestamptz_family);
 }
 
-// column <strategy> helper(bound), as an int8 comparison.
-Expr *column_condition(int strategy, Var *column, Oid helper, Node *bound) {
+// The btree family whose operators compare the column with a bigint id: bigint's, or the
+// snowflake type's, so that the column's own indexes and partition bounds serve the condition.
+Oid column_family(const Var *column, const ExtensionFunctions &helpers) {
     static Oid int8_family = InvalidOid;
     if (!OidIsValid(int8_family)) {
         int8_family = default_btree_family(INT8OID);
     }
-    const Oid operator_oid = get_opfamily_member(int8_family, INT8OID, INT8OID, strategy);
+    return column->vartype == INT8OID ? int8_family : helpers.id_type_family;
+}
+
+// column <strategy> helper(bound), the bound a bigint.
+Expr *column_condition(int strategy, Var *column, Oid family, Oid helper, Node *bound) {
+    const Oid operator_oid = get_opfamily_member(family, column->vartype, INT8OID, strategy);
     FuncExpr *bound_id = makeFuncExpr(helper, INT8OID, list_of(copy_node(bound)), InvalidOid,
                                       InvalidOid, COERCE_EXPLICIT_CALL);
     auto *condition = reinterpret_cast<OpExpr *>(
@@ -220,15 +254,17 @@ Expr *column_condition(int strategy, Var *column, Oid helper, Node *bound) {
 // checked now; a bound known only at run time gets "id <= snowflake_max_id(t)", which holds too
 // and costs at most the rows of one more millisecond.
 List *conditions_for_less_than(Var *column, Node *bound, const ExtensionFunctions &helpers) {
+    const Oid family = column_family(column, helpers);
     if (!IsA(bound, Const)) {
-        return list_of(column_condition(BTLessEqualStrategyNumber, column, helpers.max_id, bound));
+        return list_of(
+            column_condition(BTLessEqualStrategyNumber, column, family, helpers.max_id, bound));
     }
     auto *constant = reinterpret_cast<Const *>(bound);
     if (!constant->constisnull && snowflake::unix_ms_ceil_from_pg_us(DatumGetTimestampTz(
                                       constant->constvalue)) > snowflake::kMaxUnixMs) {
         return NIL;
     }
-    return list_of(column_condition(BTLessStrategyNumber, column, helpers.min_id, bound));
+    return list_of(column_condition(BTLessStrategyNumber, column, family, helpers.min_id, bound));
 }
 
 // What rewriting a statement found out about it.
@@ -274,22 +310,24 @@ List *column_conditions_for(Node *clause, RewriteContext *context) {
     if (!snowflake_may_execute(helpers.min_id) || !snowflake_may_execute(helpers.max_id)) {
         return NIL;
     }
+    const Oid family = column_family(column, helpers);
     switch (strategy) {
         case BTLessStrategyNumber:
             return conditions_for_less_than(column, bound, helpers);
         case BTLessEqualStrategyNumber:
             return list_of(
-                column_condition(BTLessEqualStrategyNumber, column, helpers.max_id, bound));
+                column_condition(BTLessEqualStrategyNumber, column, family, helpers.max_id, bound));
         case BTEqualStrategyNumber:
             return list_of(
-                column_condition(BTGreaterEqualStrategyNumber, column, helpers.min_id, bound),
-                column_condition(BTLessEqualStrategyNumber, column, helpers.max_id, bound));
+                column_condition(BTGreaterEqualStrategyNumber, column, family, helpers.min_id,
+                                 bound),
+                column_condition(BTLessEqualStrategyNumber, column, family, helpers.max_id, bound));
         case BTGreaterEqualStrategyNumber:
-            return list_of(
-                column_condition(BTGreaterEqualStrategyNumber, column, helpers.min_id, bound));
+            return list_of(column_condition(BTGreaterEqualStrategyNumber, column, family,
+                                            helpers.min_id, bound));
         case BTGreaterStrategyNumber:
             return list_of(
-                column_condition(BTGreaterStrategyNumber, column, helpers.max_id, bound));
+                column_condition(BTGreaterStrategyNumber, column, family, helpers.max_id, bound));
         default:
             return NIL;
     }

@@ -1,6 +1,7 @@
 // libFuzzer target for the core: arbitrary ids, fields, mark files, and clock sequences driven
 // through the generator, checking the invariants that uniqueness rests on.
 #include <cstddef>
+#include <cstdio>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -75,6 +76,29 @@ void check_codec(Input &input) {
         require(max_id_at_or_before(ms - 1) + 1 == min_id_at_or_after(ms));
         require(min_id_at_or_after(ms) < max_id_at_or_before(ms));
     }
+}
+
+// The type's text form: an accepted value writes back as the same digits (leading zeros, spaces
+// and a plus sign aside), and every id's own digits are accepted.
+void check_id_text(Input &input) {
+    char text[24];
+    for (char &c : text) {
+        c = input.take<char>();
+    }
+    text[sizeof(text) - 1] = '\0';
+    const IdTextResult parsed = parse_id_text(text);
+    if (parsed.status == IdTextStatus::kOk) {
+        require(parsed.id >= 0);
+        char digits[24];
+        std::snprintf(digits, sizeof(digits), "%lld", static_cast<long long>(parsed.id));
+        require(std::strstr(text, digits) != nullptr || parsed.id == 0);
+    }
+    const int64_t id = input.take<int64_t>();
+    char written[24];
+    std::snprintf(written, sizeof(written), "%lld", static_cast<long long>(id));
+    const IdTextResult back = parse_id_text(written);
+    require(id >= 0 ? back.status == IdTextStatus::kOk && back.id == id
+                    : back.status == IdTextStatus::kNegative);
 }
 
 // Only what format_mark_file writes is accepted, and it reads back the same.
@@ -237,6 +261,7 @@ void check_fleet(Input &input) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     Input input(data, size);
     check_codec(input);
+    check_id_text(input);
     check_mark_file(input);
     check_generator(input);
     check_fleet(input);

@@ -515,5 +515,29 @@ TEST(PgTimeTest, RoundTripFromUnixMs) {
     }
 }
 
+TEST(IdTextTest, ReadsWhatBigintReadsForAnId) {
+    EXPECT_EQ(parse_id_text("0").id, 0);
+    EXPECT_EQ(parse_id_text("  +42\n").id, 42);
+    EXPECT_EQ(parse_id_text("-0").status, IdTextStatus::kOk);
+    EXPECT_EQ(parse_id_text("9223372036854775807").id, kMaxId);
+    EXPECT_EQ(parse_id_text("0009223372036854775807").id, kMaxId);
+    EXPECT_EQ(parse_id_text("1541815603606036480").id, 1541815603606036480);
+}
+
+TEST(IdTextTest, RefusesNegativeAndTooLargeValues) {
+    EXPECT_EQ(parse_id_text("-1").status, IdTextStatus::kNegative);
+    EXPECT_EQ(parse_id_text(" -9223372036854775808").status, IdTextStatus::kNegative);
+    EXPECT_EQ(parse_id_text("-99999999999999999999").status, IdTextStatus::kNegative);
+    EXPECT_EQ(parse_id_text("9223372036854775808").status, IdTextStatus::kTooLarge);
+    EXPECT_EQ(parse_id_text("18446744073709551626").status, IdTextStatus::kTooLarge);
+}
+
+TEST(IdTextTest, RefusesWhatIsNotDecimalDigits) {
+    for (const char *text : {"", " ", "+", "-", "1 2", "12a", "0x10", "1_000", "1.0", "1e3", "--1",
+                             "+-1", "\xd9\xa1"}) {
+        EXPECT_EQ(parse_id_text(text).status, IdTextStatus::kMalformed) << text;
+    }
+}
+
 }  // namespace
 }  // namespace snowflake

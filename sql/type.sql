@@ -1,0 +1,218 @@
+-- The snowflake type (1.6): a bigint that PostgreSQL's JSON functions write as a string, with the
+-- casts, operators and index support of doc/design.md "The snowflake type".
+CREATE EXTENSION IF NOT EXISTS snowflake;
+SET timezone = 'UTC';
+
+-- Stored as bigint is: eight bytes, by value, aligned alike.
+SELECT t.typlen, t.typbyval, t.typalign, t.typstorage, t.typcategory,
+       t.typlen = b.typlen AND t.typbyval = b.typbyval AND t.typalign = b.typalign AS as_bigint
+FROM pg_type AS t, pg_type AS b WHERE t.oid = 'snowflake'::regtype AND b.oid = 'bigint'::regtype;
+
+-- Text in and out: decimal digits, spaces and one sign as bigint reads them.
+SELECT '0'::snowflake, ' +42 '::snowflake, '-0'::snowflake,
+       '9223372036854775807'::snowflake, '1541815603606036480'::snowflake;
+SELECT '-1'::snowflake;
+SELECT '9223372036854775808'::snowflake;
+SELECT ''::snowflake;
+SELECT '12a'::snowflake;
+SELECT '0x10'::snowflake;
+SELECT '1.5'::snowflake;
+
+-- Casts: integers and numeric in, checked; bigint and numeric out.
+SELECT 5::snowflake, 5::smallint::snowflake, 5::bigint::snowflake, 2.5::snowflake,
+       5::snowflake::bigint, 5::snowflake::numeric, 5::snowflake::text;
+SELECT (-1)::snowflake;
+SELECT (-1)::bigint::snowflake;
+SELECT (-1)::smallint::snowflake;
+SELECT (-0.5)::snowflake;
+SELECT 9223372036854775808::numeric::snowflake;
+SELECT 'NaN'::numeric::snowflake;
+SELECT castsource::regtype, casttarget::regtype, castcontext, castmethod
+FROM pg_cast WHERE 'snowflake'::regtype IN (castsource, casttarget) ORDER BY 1, 2;
+
+-- A table keyed by the type, fed by snowflake_nextval() through the cast on assignment.
+CREATE TABLE typed_orders (
+    id snowflake PRIMARY KEY DEFAULT snowflake_nextval(),
+    legacy_id bigint,
+    note text
+);
+INSERT INTO typed_orders (legacy_id, note)
+SELECT g, 'order ' || g FROM generate_series(1, 2000) AS g;
+INSERT INTO typed_orders (id, legacy_id, note) VALUES
+    (1541815603606036480, 1541815603606036480, 'known'),
+    (7, 7, 'small');
+SELECT count(*), count(DISTINCT id), min(id) < max(id) AS ordered,
+       pg_typeof(min(id)) AS min_type, pg_typeof(max(id)) AS max_type
+FROM typed_orders;
+SELECT snowflake_datacenter_id(id), snowflake_machine_id(id), count(*)
+FROM typed_orders WHERE note <> 'known' AND note <> 'small' GROUP BY 1, 2;
+-- Binary out is bigint's eight bytes.
+SELECT snowflake_send(id) = int8send(id) AS same_bytes FROM typed_orders WHERE note = 'known';
+
+-- JSON: every id is a string, exact, whichever function writes it; bigint stays a number.
+SELECT to_json(id), to_jsonb(id), to_json(legacy_id) FROM typed_orders WHERE note = 'known';
+SELECT row_to_json(o) FROM typed_orders AS o WHERE note = 'known';
+SELECT json_agg(id ORDER BY id), jsonb_agg(id ORDER BY id) FROM typed_orders WHERE id < 2000;
+SELECT jsonb_build_object('id', id), json_build_array(id, legacy_id)
+FROM typed_orders WHERE note = 'known';
+SELECT to_json(array_agg(id ORDER BY id)) FROM typed_orders WHERE id < 2000;
+SELECT to_jsonb(o) ->> 'id' = id::text AS exact
+FROM typed_orders AS o WHERE note = 'known';
+-- And back: a JSON string or number read into the type, through records and ->>.
+SELECT * FROM json_populate_record(NULL::typed_orders,
+                                   '{"id": "1541815603606036480", "legacy_id": 1, "note": "n"}');
+SELECT * FROM jsonb_populate_record(NULL::typed_orders, '{"id": 1541815603606036480}');
+SELECT * FROM jsonb_to_record('{"id": "1541815603606036480"}') AS r (id snowflake);
+SELECT * FROM json_to_record('{"id": 1541815603606036480}') AS r (id snowflake);
+SELECT ('{"id": "1541815603606036480"}'::jsonb ->> 'id')::snowflake;
+SELECT * FROM jsonb_to_record('{"id": -5}') AS r (id snowflake);
+SELECT * FROM jsonb_to_record('{"id": 1.5}') AS r (id snowflake);
+SELECT count(*) FROM typed_orders
+WHERE id IN (SELECT (j ->> 'id')::snowflake
+             FROM jsonb_array_elements((SELECT jsonb_agg(to_jsonb(o)) FROM typed_orders AS o)) AS j);
+
+-- Ordinary queries find one meaning: literals, bigint values and columns, IN, UNION, COALESCE.
+SELECT note FROM typed_orders WHERE id = 7;
+SELECT note FROM typed_orders WHERE 7 = id;
+SELECT note FROM typed_orders WHERE id = 7::smallint;
+SELECT note FROM typed_orders WHERE id = 1541815603606036480;
+SELECT note FROM typed_orders WHERE id = '1541815603606036480';
+SELECT note FROM typed_orders WHERE id = legacy_id AND id < 2000;
+SELECT note FROM typed_orders WHERE id IN (7, 8, 9);
+SELECT note FROM typed_orders WHERE id IN (7::bigint, 1541815603606036480);
+SELECT note FROM typed_orders WHERE id = ANY ('{7,8}'::snowflake[]);
+SELECT pg_typeof(coalesce(id, 0)) AS with_zero, pg_typeof(coalesce(0, id)) AS zero_first,
+       pg_typeof(coalesce(id, legacy_id)) AS with_bigint, pg_typeof(id + 1) AS plus_one,
+       pg_typeof(sum(id)) AS sum, pg_typeof(greatest(id, 0)) AS greatest
+FROM typed_orders WHERE note = 'small' GROUP BY id;
+SELECT pg_typeof(x) FROM (SELECT id AS x FROM typed_orders UNION SELECT legacy_id FROM typed_orders)
+    AS u LIMIT 1;
+-- No operator compares an id with a fraction (42883), as none compares bigint with one.
+DO $$
+BEGIN
+    PERFORM id = 1.5 FROM typed_orders;
+EXCEPTION WHEN undefined_function THEN
+    RAISE NOTICE 'id = 1.5: %', SQLSTATE;
+END
+$$;
+
+-- The index serves comparisons with the type, bigint, integer and smallint, and min()/max().
+ANALYZE typed_orders;
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+EXPLAIN (COSTS OFF) SELECT * FROM typed_orders WHERE id = 7;
+EXPLAIN (COSTS OFF) SELECT * FROM typed_orders WHERE id = 7::bigint;
+EXPLAIN (COSTS OFF) SELECT * FROM typed_orders WHERE id = 7::smallint;
+EXPLAIN (COSTS OFF) SELECT * FROM typed_orders WHERE 7::bigint < id;
+EXPLAIN (COSTS OFF) SELECT * FROM typed_orders WHERE id IN (7::bigint, 8::bigint);
+EXPLAIN (COSTS OFF) SELECT * FROM typed_orders
+WHERE id BETWEEN snowflake_min_id('2026-01-01') AND snowflake_max_id('2026-02-01');
+CREATE FUNCTION pg_temp.plan_has(query text, node text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+    line text;
+BEGIN
+    FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+        IF strpos(line, node) > 0 THEN
+            RETURN true;
+        END IF;
+    END LOOP;
+    RETURN false;
+END
+$$;
+SELECT pg_temp.plan_has('SELECT min(id), max(id) FROM typed_orders',
+                        'Index Only Scan Backward using typed_orders_pkey') AS max_by_index,
+       pg_temp.plan_has('SELECT min(id), max(id) FROM typed_orders',
+                        'Index Only Scan using typed_orders_pkey') AS min_by_index;
+EXPLAIN (COSTS OFF) SELECT id FROM typed_orders ORDER BY id DESC LIMIT 3;
+PREPARE by_bigint(bigint) AS SELECT note FROM typed_orders WHERE id = $1;
+EXPLAIN (COSTS OFF) EXECUTE by_bigint(7);
+EXECUTE by_bigint(7);
+DEALLOCATE by_bigint;
+RESET enable_seqscan;
+RESET enable_bitmapscan;
+
+-- A bigint foreign key and a snowflake one reference the type's key, enforced both ways.
+CREATE TABLE typed_lines (order_id bigint REFERENCES typed_orders, quantity integer);
+INSERT INTO typed_lines SELECT id, 1 FROM typed_orders;
+INSERT INTO typed_lines VALUES (8, 1);
+CREATE TABLE typed_refs (order_id snowflake REFERENCES typed_orders);
+INSERT INTO typed_refs SELECT id FROM typed_orders WHERE id < 2000;
+DELETE FROM typed_orders WHERE id = 7;
+ANALYZE typed_lines;
+ANALYZE typed_refs;
+-- Joins: merge and hash, with the type on both sides and with bigint on one.
+SET enable_nestloop = off;
+SET enable_hashjoin = off;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM typed_orders AS o JOIN typed_lines AS l ON o.id = l.order_id;
+SELECT count(*) FROM typed_orders AS o JOIN typed_lines AS l ON o.id = l.order_id;
+RESET enable_hashjoin;
+SET enable_mergejoin = off;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM typed_orders AS o JOIN typed_lines AS l ON o.id = l.order_id;
+SELECT count(*) FROM typed_orders AS o JOIN typed_lines AS l ON o.id = l.order_id;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM typed_orders AS o JOIN typed_refs AS r ON o.id = r.order_id;
+SELECT count(*) FROM typed_orders AS o JOIN typed_refs AS r ON o.id = r.order_id;
+RESET enable_mergejoin;
+RESET enable_nestloop;
+-- Hash aggregation and DISTINCT.
+SET enable_sort = off;
+SELECT count(*) FROM (SELECT DISTINCT id FROM typed_orders) AS d;
+RESET enable_sort;
+
+-- Hash partitions spread ids by bigint's hash, and a query for one id reaches one partition.
+CREATE TABLE typed_hashed (id snowflake PRIMARY KEY) PARTITION BY HASH (id);
+CREATE TABLE typed_hashed_0 PARTITION OF typed_hashed FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+CREATE TABLE typed_hashed_1 PARTITION OF typed_hashed FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+INSERT INTO typed_hashed SELECT id FROM typed_orders;
+SELECT count(*) > 500 AS both_used FROM typed_hashed_0 HAVING count(*) < 1500;
+EXPLAIN (COSTS OFF) SELECT * FROM typed_hashed WHERE id = 1541815603606036480;
+SELECT satisfies_hash_partition('typed_hashed'::regclass, 2, 1, 1541815603606036480::snowflake);
+-- The hashes are bigint's, so a bigint and a snowflake value that are equal hash alike.
+SELECT bool_and(snowflake_hash(id) = hashint8(id)) AS same_hash,
+       bool_and(snowflake_hash_extended(id, 42) = hashint8extended(id, 42)) AS same_extended,
+       bool_and(hashint4(7) = snowflake_hash(7::snowflake)) AS integer_alike
+FROM typed_orders;
+
+-- Range partitions by time, bounds from snowflake_min_id(); time predicates prune them.
+CREATE TABLE typed_events (id snowflake NOT NULL, payload text) PARTITION BY RANGE (id);
+CREATE TABLE typed_events_2026_01 PARTITION OF typed_events
+    FOR VALUES FROM (snowflake_min_id('2026-01-01')) TO (snowflake_min_id('2026-02-01'));
+CREATE TABLE typed_events_2026_02 PARTITION OF typed_events
+    FOR VALUES FROM (snowflake_min_id('2026-02-01')) TO (snowflake_min_id('2026-03-01'));
+INSERT INTO typed_events
+SELECT snowflake_encode(t, 1, 2, 0), 'e'
+FROM generate_series('2026-01-01 00:00+00'::timestamptz, '2026-02-28 23:00+00', '1 hour') AS t;
+CREATE INDEX ON typed_events (id);
+EXPLAIN (COSTS OFF) SELECT count(*) FROM typed_events
+WHERE snowflake_timestamp(id) >= '2026-02-10' AND snowflake_timestamp(id) < '2026-02-11';
+SELECT count(*) FROM typed_events
+WHERE snowflake_timestamp(id) >= '2026-02-10' AND snowflake_timestamp(id) < '2026-02-11';
+SET snowflake.time_predicates = off;
+SELECT count(*) FROM typed_events
+WHERE snowflake_timestamp(id) >= '2026-02-10' AND snowflake_timestamp(id) < '2026-02-11';
+RESET snowflake.time_predicates;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM typed_events WHERE id >= snowflake_min_id('2026-02-01');
+
+-- BRIN minmax over time-ordered ids.
+CREATE TABLE typed_log (id snowflake NOT NULL);
+INSERT INTO typed_log SELECT snowflake_encode(t, 1, 2, 0)
+FROM generate_series('2026-01-01 00:00+00'::timestamptz, '2026-01-31 00:00+00', '1 minute') AS t;
+CREATE INDEX typed_log_brin ON typed_log USING brin (id);
+SET enable_seqscan = off;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM typed_log WHERE id >= snowflake_min_id('2026-01-30');
+SELECT count(*) FROM typed_log WHERE id >= snowflake_min_id('2026-01-30');
+RESET enable_seqscan;
+
+-- Window frames by id distance (in_range): one minute of ids back reaches the row before.
+SELECT id, count(*) OVER (ORDER BY id RANGE BETWEEN 251658240000 PRECEDING AND CURRENT ROW)
+FROM typed_log ORDER BY id LIMIT 3;
+
+-- Binary COPY: the type's eight bytes read back into the type and into bigint.
+\copy (SELECT id FROM typed_orders WHERE note = 'known') TO 'results/type_copy.bin' WITH (FORMAT binary)
+CREATE TABLE typed_copy (id snowflake);
+CREATE TABLE bigint_copy (id bigint);
+\copy typed_copy FROM 'results/type_copy.bin' WITH (FORMAT binary)
+\copy bigint_copy FROM 'results/type_copy.bin' WITH (FORMAT binary)
+SELECT (SELECT id FROM typed_copy) = (SELECT id FROM bigint_copy) AS same;
+\copy (SELECT -1::bigint) TO 'results/type_negative.bin' WITH (FORMAT binary)
+\copy typed_copy FROM 'results/type_negative.bin' WITH (FORMAT binary)

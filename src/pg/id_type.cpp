@@ -1,0 +1,120 @@
+// The snowflake type's own functions: reading its text and binary forms and the casts from the
+// integer types and numeric, each refusing what no id can be. Everything else the type does (its
+// output, binary output, comparisons, hashing, sorting) is bigint's own code, declared over the
+// type in the install script, since the two share their representation.
+
+extern "C" {
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "libpq/pqformat.h"
+#include "utils/fmgrprotos.h"
+#include "utils/numeric.h"
+#include "utils/numeric.h"
+
+PG_FUNCTION_INFO_V1(snowflake_in);
+PG_FUNCTION_INFO_V1(snowflake_recv);
+PG_FUNCTION_INFO_V1(snowflake_from_bigint);
+PG_FUNCTION_INFO_V1(snowflake_from_integer);
+PG_FUNCTION_INFO_V1(snowflake_from_smallint);
+PG_FUNCTION_INFO_V1(snowflake_from_numeric);
+}
+
+#include "core/codec.hpp"
+
+namespace {
+
+using snowflake::IdTextStatus;
+
+// One wording wherever a negative value would become an id: no id has the sign bit set.
+[[noreturn]] void report_negative_value(const char *value_text) {
+    ereport(ERROR,
+            (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+             errmsg("value %s is out of range for type snowflake", value_text),
+             errdetail("A Snowflake id is never negative."),
+             errhint("Keep a negative value in a bigint column, or use NULL for \"no id\".")));
+    pg_unreachable();
+}
+
+// The largest id is bigint's largest value.
+[[noreturn]] void report_too_large(const char *value_text) {
+    ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+                    errmsg("value %s is out of range for type snowflake", value_text),
+                    errdetail("A Snowflake id is at most 9223372036854775807."),
+                    errhint("Check where the value came from: no generator makes a larger id.")));
+    pg_unreachable();
+}
+
+// A value that cannot become an id passes through here on every path in, so that every stored
+// value reads back through the type's input (pg_dump, COPY).
+Datum checked_id(int64 value) {
+    if (value < 0) {
+        report_negative_value(psprintf(INT64_FORMAT, value));
+    }
+    return Int64GetDatum(value);
+}
+
+}  // namespace
+
+// The text form: decimal digits only, read without the bigint input's hexadecimal and
+// underscore forms, so that an id reads the same on every PostgreSQL version.
+Datum snowflake_in(PG_FUNCTION_ARGS) {
+    const char *text = PG_GETARG_CSTRING(0);
+    const snowflake::IdTextResult result = snowflake::parse_id_text(text);
+    switch (result.status) {
+        case IdTextStatus::kOk:
+            break;
+        case IdTextStatus::kNegative:
+            report_negative_value(text);
+        case IdTextStatus::kTooLarge:
+            report_too_large(text);
+        case IdTextStatus::kMalformed:
+            ereport(ERROR, (errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+                            errmsg("invalid input syntax for type snowflake: \"%s\"", text),
+                            errhint("A Snowflake id is written as decimal digits, such as "
+                                    "\"1541815603606036480\".")));
+            pg_unreachable();
+    }
+    PG_RETURN_DATUM(Int64GetDatum(result.id));
+}
+
+// The binary form is bigint's eight bytes; a negative one is refused as its text would be.
+Datum snowflake_recv(PG_FUNCTION_ARGS) {
+    StringInfo buffer = reinterpret_cast<StringInfo>(PG_GETARG_POINTER(0));
+    PG_RETURN_DATUM(checked_id(pq_getmsgint64(buffer)));
+}
+
+// bigint to snowflake: the cast DEFAULT snowflake_nextval() and every bigint insert take.
+Datum snowflake_from_bigint(PG_FUNCTION_ARGS) {
+    PG_RETURN_DATUM(checked_id(PG_GETARG_INT64(0)));
+}
+
+// integer and smallint to snowflake, so that COALESCE(id, 0) and id IN (1, 2) find one type.
+Datum snowflake_from_integer(PG_FUNCTION_ARGS) {
+    PG_RETURN_DATUM(checked_id(PG_GETARG_INT32(0)));
+}
+
+Datum snowflake_from_smallint(PG_FUNCTION_ARGS) {
+    PG_RETURN_DATUM(checked_id(PG_GETARG_INT16(0)));
+}
+
+// numeric to snowflake, rounded to the nearest integer as numeric to bigint rounds; the range is
+// judged on the rounded value, so that a too large one is named as the type's, not bigint's.
+Datum snowflake_from_numeric(PG_FUNCTION_ARGS) {
+    const Datum value = PG_GETARG_DATUM(0);
+    if (numeric_is_nan(DatumGetNumeric(value))) {
+        ereport(ERROR,
+                (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+                 errmsg("cannot convert NaN to snowflake"), errhint("Use NULL for \"no id\".")));
+    }
+    const Datum rounded = DirectFunctionCall2(numeric_round, value, Int32GetDatum(0));
+    const Datum largest = DirectFunctionCall1(int8_numeric, Int64GetDatum(PG_INT64_MAX));
+    if (DatumGetInt32(DirectFunctionCall2(numeric_cmp, rounded, largest)) > 0) {
+        report_too_large(DatumGetCString(DirectFunctionCall1(numeric_out, value)));
+    }
+    if (DatumGetInt32(DirectFunctionCall2(
+            numeric_cmp, rounded, DirectFunctionCall1(int8_numeric, Int64GetDatum(0)))) < 0) {
+        report_negative_value(DatumGetCString(DirectFunctionCall1(numeric_out, value)));
+    }
+    PG_RETURN_DATUM(DirectFunctionCall1(numeric_int8, rounded));
+}

@@ -1,0 +1,546 @@
+-- The snowflake extension, from 1.5 to 1.6: the snowflake type, a bigint that JSON writes as a
+-- string.
+\echo Use "ALTER EXTENSION snowflake UPDATE TO '1.6'" to load this file. \quit
+
+-- The snowflake type ----------------------------------------------------------------------------
+-- A bigint in storage, on the wire and in every comparison, that PostgreSQL's JSON functions write
+-- as a string, so that an id arrives exact in JavaScript. doc/design.md "The snowflake type" gives
+-- the reason for each cast and operator. Where nothing needs checking, its functions are bigint's
+-- own (LANGUAGE internal), so that it costs what bigint costs; all are IMMUTABLE, STRICT and
+-- PARALLEL SAFE, and the comparisons LEAKPROOF as bigint's are.
+
+CREATE TYPE snowflake;
+
+CREATE FUNCTION snowflake_in(cstring) RETURNS snowflake
+    AS 'MODULE_PATHNAME', 'snowflake_in' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_out(snowflake) RETURNS cstring AS 'int8out'
+    LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_recv(internal) RETURNS snowflake
+    AS 'MODULE_PATHNAME', 'snowflake_recv' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_send(snowflake) RETURNS bytea AS 'int8send'
+    LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE TYPE snowflake (
+    INPUT = snowflake_in,
+    OUTPUT = snowflake_out,
+    RECEIVE = snowflake_recv,
+    SEND = snowflake_send,
+    INTERNALLENGTH = 8,
+    PASSEDBYVALUE,
+    ALIGNMENT = double,
+    STORAGE = plain,
+    CATEGORY = 'N'
+);
+COMMENT ON TYPE snowflake IS
+    'A Snowflake id: stored, sent and compared as a bigint, written as a string in JSON so that no client rounds it';
+COMMENT ON FUNCTION snowflake_in(cstring) IS
+    'Reads a snowflake value from decimal digits; a negative, too large or malformed one is refused';
+COMMENT ON FUNCTION snowflake_out(snowflake) IS 'Writes a snowflake value as decimal digits';
+COMMENT ON FUNCTION snowflake_recv(internal) IS
+    'Reads a snowflake value in bigint''s binary form; a negative one is refused';
+COMMENT ON FUNCTION snowflake_send(snowflake) IS
+    'Writes a snowflake value in bigint''s binary form';
+
+-- Casts: into the type checked (no id is negative), out of it free. bigint arrives on assignment
+-- (DEFAULT snowflake_nextval(), INSERT of a bigint), integer and smallint implicitly (a literal
+-- such as 0 in COALESCE(id, 0)); the type becomes a bigint implicitly, so every function taking a
+-- bigint id takes it, and a numeric on assignment.
+CREATE FUNCTION snowflake(bigint) RETURNS snowflake
+    AS 'MODULE_PATHNAME', 'snowflake_from_bigint' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake(integer) RETURNS snowflake
+    AS 'MODULE_PATHNAME', 'snowflake_from_integer' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake(smallint) RETURNS snowflake
+    AS 'MODULE_PATHNAME', 'snowflake_from_smallint' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake(numeric) RETURNS snowflake
+    AS 'MODULE_PATHNAME', 'snowflake_from_numeric' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_to_numeric(snowflake) RETURNS numeric AS 'int8_numeric'
+    LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake(bigint) IS
+    'A bigint as a snowflake value; a negative one is refused (22003)';
+COMMENT ON FUNCTION snowflake(integer) IS
+    'An integer as a snowflake value; a negative one is refused (22003)';
+COMMENT ON FUNCTION snowflake(smallint) IS
+    'A smallint as a snowflake value; a negative one is refused (22003)';
+COMMENT ON FUNCTION snowflake(numeric) IS
+    'A numeric rounded to a snowflake value; a negative or too large one is refused (22003)';
+COMMENT ON FUNCTION snowflake_to_numeric(snowflake) IS
+    'A snowflake value as a numeric (the cast to numeric)';
+
+CREATE CAST (bigint AS snowflake) WITH FUNCTION snowflake(bigint) AS ASSIGNMENT;
+CREATE CAST (integer AS snowflake) WITH FUNCTION snowflake(integer) AS IMPLICIT;
+CREATE CAST (smallint AS snowflake) WITH FUNCTION snowflake(smallint) AS IMPLICIT;
+CREATE CAST (numeric AS snowflake) WITH FUNCTION snowflake(numeric) AS ASSIGNMENT;
+CREATE CAST (snowflake AS bigint) WITHOUT FUNCTION AS IMPLICIT;
+CREATE CAST (snowflake AS numeric) WITH FUNCTION snowflake_to_numeric(snowflake) AS ASSIGNMENT;
+COMMENT ON CAST (bigint AS snowflake) IS
+    'On assignment: DEFAULT snowflake_nextval() and a bigint stored into a snowflake column';
+COMMENT ON CAST (integer AS snowflake) IS 'Implicit, so that a literal such as 0 goes with an id';
+COMMENT ON CAST (smallint AS snowflake) IS 'Implicit, as from integer';
+COMMENT ON CAST (numeric AS snowflake) IS 'On assignment, as from numeric to bigint';
+COMMENT ON CAST (snowflake AS bigint) IS
+    'Implicit and free: every function and operator of bigint takes a snowflake value';
+COMMENT ON CAST (snowflake AS numeric) IS 'On assignment, as from bigint to numeric';
+
+-- Comparisons with the type and each integer type on either side: bigint's own functions, since
+-- the representation is bigint's. With integer and smallint spelled out, id = 123 has one best
+-- match rather than several equally good ones through the casts.
+CREATE FUNCTION snowflake_eq(snowflake, snowflake) RETURNS boolean AS 'int8eq'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_eq(snowflake, snowflake) IS 'snowflake = snowflake';
+CREATE FUNCTION snowflake_ne(snowflake, snowflake) RETURNS boolean AS 'int8ne'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_ne(snowflake, snowflake) IS 'snowflake <> snowflake';
+CREATE FUNCTION snowflake_lt(snowflake, snowflake) RETURNS boolean AS 'int8lt'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_lt(snowflake, snowflake) IS 'snowflake < snowflake';
+CREATE FUNCTION snowflake_le(snowflake, snowflake) RETURNS boolean AS 'int8le'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_le(snowflake, snowflake) IS 'snowflake <= snowflake';
+CREATE FUNCTION snowflake_gt(snowflake, snowflake) RETURNS boolean AS 'int8gt'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_gt(snowflake, snowflake) IS 'snowflake > snowflake';
+CREATE FUNCTION snowflake_ge(snowflake, snowflake) RETURNS boolean AS 'int8ge'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_ge(snowflake, snowflake) IS 'snowflake >= snowflake';
+CREATE FUNCTION snowflake_cmp(snowflake, snowflake) RETURNS integer AS 'btint8cmp'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_cmp(snowflake, snowflake) IS
+    'Orders a snowflake and a snowflake value: -1, 0 or 1 (btree support)';
+
+CREATE FUNCTION snowflake_eq(snowflake, bigint) RETURNS boolean AS 'int8eq'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_eq(snowflake, bigint) IS 'snowflake = bigint';
+CREATE FUNCTION snowflake_ne(snowflake, bigint) RETURNS boolean AS 'int8ne'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_ne(snowflake, bigint) IS 'snowflake <> bigint';
+CREATE FUNCTION snowflake_lt(snowflake, bigint) RETURNS boolean AS 'int8lt'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_lt(snowflake, bigint) IS 'snowflake < bigint';
+CREATE FUNCTION snowflake_le(snowflake, bigint) RETURNS boolean AS 'int8le'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_le(snowflake, bigint) IS 'snowflake <= bigint';
+CREATE FUNCTION snowflake_gt(snowflake, bigint) RETURNS boolean AS 'int8gt'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_gt(snowflake, bigint) IS 'snowflake > bigint';
+CREATE FUNCTION snowflake_ge(snowflake, bigint) RETURNS boolean AS 'int8ge'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_ge(snowflake, bigint) IS 'snowflake >= bigint';
+CREATE FUNCTION snowflake_cmp(snowflake, bigint) RETURNS integer AS 'btint8cmp'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_cmp(snowflake, bigint) IS
+    'Orders a snowflake and a bigint value: -1, 0 or 1 (btree support)';
+
+CREATE FUNCTION snowflake_eq(bigint, snowflake) RETURNS boolean AS 'int8eq'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_eq(bigint, snowflake) IS 'bigint = snowflake';
+CREATE FUNCTION snowflake_ne(bigint, snowflake) RETURNS boolean AS 'int8ne'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_ne(bigint, snowflake) IS 'bigint <> snowflake';
+CREATE FUNCTION snowflake_lt(bigint, snowflake) RETURNS boolean AS 'int8lt'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_lt(bigint, snowflake) IS 'bigint < snowflake';
+CREATE FUNCTION snowflake_le(bigint, snowflake) RETURNS boolean AS 'int8le'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_le(bigint, snowflake) IS 'bigint <= snowflake';
+CREATE FUNCTION snowflake_gt(bigint, snowflake) RETURNS boolean AS 'int8gt'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_gt(bigint, snowflake) IS 'bigint > snowflake';
+CREATE FUNCTION snowflake_ge(bigint, snowflake) RETURNS boolean AS 'int8ge'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_ge(bigint, snowflake) IS 'bigint >= snowflake';
+CREATE FUNCTION snowflake_cmp(bigint, snowflake) RETURNS integer AS 'btint8cmp'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_cmp(bigint, snowflake) IS
+    'Orders a bigint and a snowflake value: -1, 0 or 1 (btree support)';
+
+CREATE FUNCTION snowflake_eq(snowflake, integer) RETURNS boolean AS 'int84eq'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_eq(snowflake, integer) IS 'snowflake = integer';
+CREATE FUNCTION snowflake_ne(snowflake, integer) RETURNS boolean AS 'int84ne'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_ne(snowflake, integer) IS 'snowflake <> integer';
+CREATE FUNCTION snowflake_lt(snowflake, integer) RETURNS boolean AS 'int84lt'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_lt(snowflake, integer) IS 'snowflake < integer';
+CREATE FUNCTION snowflake_le(snowflake, integer) RETURNS boolean AS 'int84le'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_le(snowflake, integer) IS 'snowflake <= integer';
+CREATE FUNCTION snowflake_gt(snowflake, integer) RETURNS boolean AS 'int84gt'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_gt(snowflake, integer) IS 'snowflake > integer';
+CREATE FUNCTION snowflake_ge(snowflake, integer) RETURNS boolean AS 'int84ge'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_ge(snowflake, integer) IS 'snowflake >= integer';
+CREATE FUNCTION snowflake_cmp(snowflake, integer) RETURNS integer AS 'btint84cmp'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_cmp(snowflake, integer) IS
+    'Orders a snowflake and a integer value: -1, 0 or 1 (btree support)';
+
+CREATE FUNCTION snowflake_eq(integer, snowflake) RETURNS boolean AS 'int48eq'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_eq(integer, snowflake) IS 'integer = snowflake';
+CREATE FUNCTION snowflake_ne(integer, snowflake) RETURNS boolean AS 'int48ne'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_ne(integer, snowflake) IS 'integer <> snowflake';
+CREATE FUNCTION snowflake_lt(integer, snowflake) RETURNS boolean AS 'int48lt'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_lt(integer, snowflake) IS 'integer < snowflake';
+CREATE FUNCTION snowflake_le(integer, snowflake) RETURNS boolean AS 'int48le'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_le(integer, snowflake) IS 'integer <= snowflake';
+CREATE FUNCTION snowflake_gt(integer, snowflake) RETURNS boolean AS 'int48gt'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_gt(integer, snowflake) IS 'integer > snowflake';
+CREATE FUNCTION snowflake_ge(integer, snowflake) RETURNS boolean AS 'int48ge'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_ge(integer, snowflake) IS 'integer >= snowflake';
+CREATE FUNCTION snowflake_cmp(integer, snowflake) RETURNS integer AS 'btint48cmp'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_cmp(integer, snowflake) IS
+    'Orders a integer and a snowflake value: -1, 0 or 1 (btree support)';
+
+CREATE FUNCTION snowflake_eq(snowflake, smallint) RETURNS boolean AS 'int82eq'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_eq(snowflake, smallint) IS 'snowflake = smallint';
+CREATE FUNCTION snowflake_ne(snowflake, smallint) RETURNS boolean AS 'int82ne'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_ne(snowflake, smallint) IS 'snowflake <> smallint';
+CREATE FUNCTION snowflake_lt(snowflake, smallint) RETURNS boolean AS 'int82lt'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_lt(snowflake, smallint) IS 'snowflake < smallint';
+CREATE FUNCTION snowflake_le(snowflake, smallint) RETURNS boolean AS 'int82le'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_le(snowflake, smallint) IS 'snowflake <= smallint';
+CREATE FUNCTION snowflake_gt(snowflake, smallint) RETURNS boolean AS 'int82gt'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_gt(snowflake, smallint) IS 'snowflake > smallint';
+CREATE FUNCTION snowflake_ge(snowflake, smallint) RETURNS boolean AS 'int82ge'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_ge(snowflake, smallint) IS 'snowflake >= smallint';
+CREATE FUNCTION snowflake_cmp(snowflake, smallint) RETURNS integer AS 'btint82cmp'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_cmp(snowflake, smallint) IS
+    'Orders a snowflake and a smallint value: -1, 0 or 1 (btree support)';
+
+CREATE FUNCTION snowflake_eq(smallint, snowflake) RETURNS boolean AS 'int28eq'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_eq(smallint, snowflake) IS 'smallint = snowflake';
+CREATE FUNCTION snowflake_ne(smallint, snowflake) RETURNS boolean AS 'int28ne'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_ne(smallint, snowflake) IS 'smallint <> snowflake';
+CREATE FUNCTION snowflake_lt(smallint, snowflake) RETURNS boolean AS 'int28lt'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_lt(smallint, snowflake) IS 'smallint < snowflake';
+CREATE FUNCTION snowflake_le(smallint, snowflake) RETURNS boolean AS 'int28le'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_le(smallint, snowflake) IS 'smallint <= snowflake';
+CREATE FUNCTION snowflake_gt(smallint, snowflake) RETURNS boolean AS 'int28gt'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_gt(smallint, snowflake) IS 'smallint > snowflake';
+CREATE FUNCTION snowflake_ge(smallint, snowflake) RETURNS boolean AS 'int28ge'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_ge(smallint, snowflake) IS 'smallint >= snowflake';
+CREATE FUNCTION snowflake_cmp(smallint, snowflake) RETURNS integer AS 'btint28cmp'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_cmp(smallint, snowflake) IS
+    'Orders a smallint and a snowflake value: -1, 0 or 1 (btree support)';
+
+CREATE OPERATOR = (LEFTARG = snowflake, RIGHTARG = snowflake, FUNCTION = snowflake_eq,
+    COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel,
+    HASHES, MERGES);
+COMMENT ON OPERATOR = (snowflake, snowflake) IS 'equal to';
+CREATE OPERATOR <> (LEFTARG = snowflake, RIGHTARG = snowflake, FUNCTION = snowflake_ne,
+    COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel);
+COMMENT ON OPERATOR <> (snowflake, snowflake) IS 'not equal to';
+CREATE OPERATOR < (LEFTARG = snowflake, RIGHTARG = snowflake, FUNCTION = snowflake_lt,
+    COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel);
+COMMENT ON OPERATOR < (snowflake, snowflake) IS 'less than';
+CREATE OPERATOR <= (LEFTARG = snowflake, RIGHTARG = snowflake, FUNCTION = snowflake_le,
+    COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel);
+COMMENT ON OPERATOR <= (snowflake, snowflake) IS 'less than or equal to';
+CREATE OPERATOR > (LEFTARG = snowflake, RIGHTARG = snowflake, FUNCTION = snowflake_gt,
+    COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel);
+COMMENT ON OPERATOR > (snowflake, snowflake) IS 'greater than';
+CREATE OPERATOR >= (LEFTARG = snowflake, RIGHTARG = snowflake, FUNCTION = snowflake_ge,
+    COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel);
+COMMENT ON OPERATOR >= (snowflake, snowflake) IS 'greater than or equal to';
+
+CREATE OPERATOR = (LEFTARG = snowflake, RIGHTARG = bigint, FUNCTION = snowflake_eq,
+    COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel,
+    HASHES, MERGES);
+COMMENT ON OPERATOR = (snowflake, bigint) IS 'equal to';
+CREATE OPERATOR <> (LEFTARG = snowflake, RIGHTARG = bigint, FUNCTION = snowflake_ne,
+    COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel);
+COMMENT ON OPERATOR <> (snowflake, bigint) IS 'not equal to';
+CREATE OPERATOR < (LEFTARG = snowflake, RIGHTARG = bigint, FUNCTION = snowflake_lt,
+    COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel);
+COMMENT ON OPERATOR < (snowflake, bigint) IS 'less than';
+CREATE OPERATOR <= (LEFTARG = snowflake, RIGHTARG = bigint, FUNCTION = snowflake_le,
+    COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel);
+COMMENT ON OPERATOR <= (snowflake, bigint) IS 'less than or equal to';
+CREATE OPERATOR > (LEFTARG = snowflake, RIGHTARG = bigint, FUNCTION = snowflake_gt,
+    COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel);
+COMMENT ON OPERATOR > (snowflake, bigint) IS 'greater than';
+CREATE OPERATOR >= (LEFTARG = snowflake, RIGHTARG = bigint, FUNCTION = snowflake_ge,
+    COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel);
+COMMENT ON OPERATOR >= (snowflake, bigint) IS 'greater than or equal to';
+
+CREATE OPERATOR = (LEFTARG = bigint, RIGHTARG = snowflake, FUNCTION = snowflake_eq,
+    COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel,
+    HASHES, MERGES);
+COMMENT ON OPERATOR = (bigint, snowflake) IS 'equal to';
+CREATE OPERATOR <> (LEFTARG = bigint, RIGHTARG = snowflake, FUNCTION = snowflake_ne,
+    COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel);
+COMMENT ON OPERATOR <> (bigint, snowflake) IS 'not equal to';
+CREATE OPERATOR < (LEFTARG = bigint, RIGHTARG = snowflake, FUNCTION = snowflake_lt,
+    COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel);
+COMMENT ON OPERATOR < (bigint, snowflake) IS 'less than';
+CREATE OPERATOR <= (LEFTARG = bigint, RIGHTARG = snowflake, FUNCTION = snowflake_le,
+    COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel);
+COMMENT ON OPERATOR <= (bigint, snowflake) IS 'less than or equal to';
+CREATE OPERATOR > (LEFTARG = bigint, RIGHTARG = snowflake, FUNCTION = snowflake_gt,
+    COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel);
+COMMENT ON OPERATOR > (bigint, snowflake) IS 'greater than';
+CREATE OPERATOR >= (LEFTARG = bigint, RIGHTARG = snowflake, FUNCTION = snowflake_ge,
+    COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel);
+COMMENT ON OPERATOR >= (bigint, snowflake) IS 'greater than or equal to';
+
+CREATE OPERATOR = (LEFTARG = snowflake, RIGHTARG = integer, FUNCTION = snowflake_eq,
+    COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel,
+    HASHES, MERGES);
+COMMENT ON OPERATOR = (snowflake, integer) IS 'equal to';
+CREATE OPERATOR <> (LEFTARG = snowflake, RIGHTARG = integer, FUNCTION = snowflake_ne,
+    COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel);
+COMMENT ON OPERATOR <> (snowflake, integer) IS 'not equal to';
+CREATE OPERATOR < (LEFTARG = snowflake, RIGHTARG = integer, FUNCTION = snowflake_lt,
+    COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel);
+COMMENT ON OPERATOR < (snowflake, integer) IS 'less than';
+CREATE OPERATOR <= (LEFTARG = snowflake, RIGHTARG = integer, FUNCTION = snowflake_le,
+    COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel);
+COMMENT ON OPERATOR <= (snowflake, integer) IS 'less than or equal to';
+CREATE OPERATOR > (LEFTARG = snowflake, RIGHTARG = integer, FUNCTION = snowflake_gt,
+    COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel);
+COMMENT ON OPERATOR > (snowflake, integer) IS 'greater than';
+CREATE OPERATOR >= (LEFTARG = snowflake, RIGHTARG = integer, FUNCTION = snowflake_ge,
+    COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel);
+COMMENT ON OPERATOR >= (snowflake, integer) IS 'greater than or equal to';
+
+CREATE OPERATOR = (LEFTARG = integer, RIGHTARG = snowflake, FUNCTION = snowflake_eq,
+    COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel,
+    HASHES, MERGES);
+COMMENT ON OPERATOR = (integer, snowflake) IS 'equal to';
+CREATE OPERATOR <> (LEFTARG = integer, RIGHTARG = snowflake, FUNCTION = snowflake_ne,
+    COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel);
+COMMENT ON OPERATOR <> (integer, snowflake) IS 'not equal to';
+CREATE OPERATOR < (LEFTARG = integer, RIGHTARG = snowflake, FUNCTION = snowflake_lt,
+    COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel);
+COMMENT ON OPERATOR < (integer, snowflake) IS 'less than';
+CREATE OPERATOR <= (LEFTARG = integer, RIGHTARG = snowflake, FUNCTION = snowflake_le,
+    COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel);
+COMMENT ON OPERATOR <= (integer, snowflake) IS 'less than or equal to';
+CREATE OPERATOR > (LEFTARG = integer, RIGHTARG = snowflake, FUNCTION = snowflake_gt,
+    COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel);
+COMMENT ON OPERATOR > (integer, snowflake) IS 'greater than';
+CREATE OPERATOR >= (LEFTARG = integer, RIGHTARG = snowflake, FUNCTION = snowflake_ge,
+    COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel);
+COMMENT ON OPERATOR >= (integer, snowflake) IS 'greater than or equal to';
+
+CREATE OPERATOR = (LEFTARG = snowflake, RIGHTARG = smallint, FUNCTION = snowflake_eq,
+    COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel,
+    HASHES, MERGES);
+COMMENT ON OPERATOR = (snowflake, smallint) IS 'equal to';
+CREATE OPERATOR <> (LEFTARG = snowflake, RIGHTARG = smallint, FUNCTION = snowflake_ne,
+    COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel);
+COMMENT ON OPERATOR <> (snowflake, smallint) IS 'not equal to';
+CREATE OPERATOR < (LEFTARG = snowflake, RIGHTARG = smallint, FUNCTION = snowflake_lt,
+    COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel);
+COMMENT ON OPERATOR < (snowflake, smallint) IS 'less than';
+CREATE OPERATOR <= (LEFTARG = snowflake, RIGHTARG = smallint, FUNCTION = snowflake_le,
+    COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel);
+COMMENT ON OPERATOR <= (snowflake, smallint) IS 'less than or equal to';
+CREATE OPERATOR > (LEFTARG = snowflake, RIGHTARG = smallint, FUNCTION = snowflake_gt,
+    COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel);
+COMMENT ON OPERATOR > (snowflake, smallint) IS 'greater than';
+CREATE OPERATOR >= (LEFTARG = snowflake, RIGHTARG = smallint, FUNCTION = snowflake_ge,
+    COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel);
+COMMENT ON OPERATOR >= (snowflake, smallint) IS 'greater than or equal to';
+
+CREATE OPERATOR = (LEFTARG = smallint, RIGHTARG = snowflake, FUNCTION = snowflake_eq,
+    COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel,
+    HASHES, MERGES);
+COMMENT ON OPERATOR = (smallint, snowflake) IS 'equal to';
+CREATE OPERATOR <> (LEFTARG = smallint, RIGHTARG = snowflake, FUNCTION = snowflake_ne,
+    COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel);
+COMMENT ON OPERATOR <> (smallint, snowflake) IS 'not equal to';
+CREATE OPERATOR < (LEFTARG = smallint, RIGHTARG = snowflake, FUNCTION = snowflake_lt,
+    COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel);
+COMMENT ON OPERATOR < (smallint, snowflake) IS 'less than';
+CREATE OPERATOR <= (LEFTARG = smallint, RIGHTARG = snowflake, FUNCTION = snowflake_le,
+    COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel);
+COMMENT ON OPERATOR <= (smallint, snowflake) IS 'less than or equal to';
+CREATE OPERATOR > (LEFTARG = smallint, RIGHTARG = snowflake, FUNCTION = snowflake_gt,
+    COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel);
+COMMENT ON OPERATOR > (smallint, snowflake) IS 'greater than';
+CREATE OPERATOR >= (LEFTARG = smallint, RIGHTARG = snowflake, FUNCTION = snowflake_ge,
+    COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel);
+COMMENT ON OPERATOR >= (smallint, snowflake) IS 'greater than or equal to';
+
+-- btree: the integer types beside the type in one family, so that an index on a snowflake column
+-- serves comparisons with bigint, integer and smallint values (a bigint parameter, a bigint
+-- foreign key, snowflake_min_id() bounds, id IN of bigint values compared after the implicit
+-- cast), with bigint's sort support and deduplication.
+CREATE FUNCTION snowflake_in_range(snowflake, snowflake, bigint, boolean, boolean)
+    RETURNS boolean AS 'in_range_int8_int8' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_in_range(snowflake, snowflake, bigint, boolean, boolean) IS
+    'Window frames RANGE BETWEEN n PRECEDING AND n FOLLOWING over a snowflake column';
+
+CREATE OPERATOR FAMILY snowflake_ops USING btree;
+COMMENT ON OPERATOR FAMILY snowflake_ops USING btree IS
+    'Orders snowflake values as bigint, compared with each other and with bigint, integer and smallint';
+CREATE OPERATOR CLASS snowflake_ops DEFAULT FOR TYPE snowflake USING btree FAMILY snowflake_ops AS
+    OPERATOR 1 < (snowflake, snowflake),
+    OPERATOR 2 <= (snowflake, snowflake),
+    OPERATOR 3 = (snowflake, snowflake),
+    OPERATOR 4 >= (snowflake, snowflake),
+    OPERATOR 5 > (snowflake, snowflake),
+    FUNCTION 1 snowflake_cmp(snowflake, snowflake),
+    FUNCTION 2 pg_catalog.btint8sortsupport(internal),
+    FUNCTION 3 snowflake_in_range(snowflake, snowflake, bigint, boolean, boolean),
+    FUNCTION 4 pg_catalog.btequalimage(oid);
+COMMENT ON OPERATOR CLASS snowflake_ops USING btree IS
+    'The default btree operator class of the snowflake type (indexes, ORDER BY, merge joins)';
+ALTER OPERATOR FAMILY snowflake_ops USING btree ADD
+    OPERATOR 1 < (snowflake, bigint),
+    OPERATOR 2 <= (snowflake, bigint),
+    OPERATOR 3 = (snowflake, bigint),
+    OPERATOR 4 >= (snowflake, bigint),
+    OPERATOR 5 > (snowflake, bigint),
+    FUNCTION 1 snowflake_cmp(snowflake, bigint),
+    OPERATOR 1 < (bigint, snowflake),
+    OPERATOR 2 <= (bigint, snowflake),
+    OPERATOR 3 = (bigint, snowflake),
+    OPERATOR 4 >= (bigint, snowflake),
+    OPERATOR 5 > (bigint, snowflake),
+    FUNCTION 1 snowflake_cmp(bigint, snowflake),
+    OPERATOR 1 pg_catalog.< (bigint, bigint),
+    OPERATOR 2 pg_catalog.<= (bigint, bigint),
+    OPERATOR 3 pg_catalog.= (bigint, bigint),
+    OPERATOR 4 pg_catalog.>= (bigint, bigint),
+    OPERATOR 5 pg_catalog.> (bigint, bigint),
+    FUNCTION 1 pg_catalog.btint8cmp(bigint, bigint),
+    OPERATOR 1 < (snowflake, integer),
+    OPERATOR 2 <= (snowflake, integer),
+    OPERATOR 3 = (snowflake, integer),
+    OPERATOR 4 >= (snowflake, integer),
+    OPERATOR 5 > (snowflake, integer),
+    FUNCTION 1 snowflake_cmp(snowflake, integer),
+    OPERATOR 1 < (integer, snowflake),
+    OPERATOR 2 <= (integer, snowflake),
+    OPERATOR 3 = (integer, snowflake),
+    OPERATOR 4 >= (integer, snowflake),
+    OPERATOR 5 > (integer, snowflake),
+    FUNCTION 1 snowflake_cmp(integer, snowflake),
+    OPERATOR 1 < (snowflake, smallint),
+    OPERATOR 2 <= (snowflake, smallint),
+    OPERATOR 3 = (snowflake, smallint),
+    OPERATOR 4 >= (snowflake, smallint),
+    OPERATOR 5 > (snowflake, smallint),
+    FUNCTION 1 snowflake_cmp(snowflake, smallint),
+    OPERATOR 1 < (smallint, snowflake),
+    OPERATOR 2 <= (smallint, snowflake),
+    OPERATOR 3 = (smallint, snowflake),
+    OPERATOR 4 >= (smallint, snowflake),
+    OPERATOR 5 > (smallint, snowflake),
+    FUNCTION 1 snowflake_cmp(smallint, snowflake);
+
+-- hash: bigint's hashes, which agree with integer's and smallint's for equal values, so that
+-- hash joins, PARTITION BY HASH and Citus distribution work with the type and across types.
+CREATE FUNCTION snowflake_hash(snowflake) RETURNS integer AS 'hashint8'
+    LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_hash_extended(snowflake, bigint) RETURNS bigint AS 'hashint8extended'
+    LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_hash(snowflake) IS 'The hash of a snowflake value (bigint''s)';
+COMMENT ON FUNCTION snowflake_hash_extended(snowflake, bigint) IS
+    'The seeded hash of a snowflake value (bigint''s), for PARTITION BY HASH';
+
+CREATE OPERATOR FAMILY snowflake_hash_ops USING hash;
+COMMENT ON OPERATOR FAMILY snowflake_hash_ops USING hash IS
+    'Hashes snowflake values as bigint, equal to bigint, integer and smallint values';
+CREATE OPERATOR CLASS snowflake_hash_ops DEFAULT FOR TYPE snowflake USING hash
+    FAMILY snowflake_hash_ops AS
+    OPERATOR 1 = (snowflake, snowflake),
+    FUNCTION 1 snowflake_hash(snowflake),
+    FUNCTION 2 snowflake_hash_extended(snowflake, bigint);
+COMMENT ON OPERATOR CLASS snowflake_hash_ops USING hash IS
+    'The default hash operator class of the snowflake type (hash joins, hash aggregation, PARTITION BY HASH)';
+ALTER OPERATOR FAMILY snowflake_hash_ops USING hash ADD
+    OPERATOR 1 = (snowflake, bigint),
+    OPERATOR 1 = (bigint, snowflake),
+    OPERATOR 1 = (snowflake, integer),
+    OPERATOR 1 = (integer, snowflake),
+    OPERATOR 1 = (snowflake, smallint),
+    OPERATOR 1 = (smallint, snowflake),
+    FUNCTION 1 pg_catalog.hashint8(bigint),
+    FUNCTION 2 pg_catalog.hashint8extended(bigint, bigint),
+    FUNCTION 1 pg_catalog.hashint4(integer),
+    FUNCTION 2 pg_catalog.hashint4extended(integer, bigint),
+    FUNCTION 1 pg_catalog.hashint2(smallint),
+    FUNCTION 2 pg_catalog.hashint2extended(smallint, bigint);
+
+-- BRIN minmax: ids grow with time, so a large append-only table's ranges are narrow.
+CREATE OPERATOR FAMILY snowflake_minmax_ops USING brin;
+COMMENT ON OPERATOR FAMILY snowflake_minmax_ops USING brin IS
+    'Block ranges of snowflake values, searched with snowflake, bigint, integer and smallint values';
+CREATE OPERATOR CLASS snowflake_minmax_ops DEFAULT FOR TYPE snowflake USING brin
+    FAMILY snowflake_minmax_ops AS
+    OPERATOR 1 < (snowflake, snowflake),
+    OPERATOR 2 <= (snowflake, snowflake),
+    OPERATOR 3 = (snowflake, snowflake),
+    OPERATOR 4 >= (snowflake, snowflake),
+    OPERATOR 5 > (snowflake, snowflake),
+    FUNCTION 1 pg_catalog.brin_minmax_opcinfo(internal),
+    FUNCTION 2 pg_catalog.brin_minmax_add_value(internal, internal, internal, internal),
+    FUNCTION 3 pg_catalog.brin_minmax_consistent(internal, internal, internal),
+    FUNCTION 4 pg_catalog.brin_minmax_union(internal, internal, internal);
+COMMENT ON OPERATOR CLASS snowflake_minmax_ops USING brin IS
+    'The default BRIN operator class of the snowflake type (minmax)';
+ALTER OPERATOR FAMILY snowflake_minmax_ops USING brin ADD
+    OPERATOR 1 < (snowflake, bigint),
+    OPERATOR 2 <= (snowflake, bigint),
+    OPERATOR 3 = (snowflake, bigint),
+    OPERATOR 4 >= (snowflake, bigint),
+    OPERATOR 5 > (snowflake, bigint),
+    OPERATOR 1 < (snowflake, integer),
+    OPERATOR 2 <= (snowflake, integer),
+    OPERATOR 3 = (snowflake, integer),
+    OPERATOR 4 >= (snowflake, integer),
+    OPERATOR 5 > (snowflake, integer),
+    OPERATOR 1 < (snowflake, smallint),
+    OPERATOR 2 <= (snowflake, smallint),
+    OPERATOR 3 = (snowflake, smallint),
+    OPERATOR 4 >= (snowflake, smallint),
+    OPERATOR 5 > (snowflake, smallint);
+
+-- min() and max() of the type return the type (still a string in JSON) and use a btree index.
+CREATE FUNCTION snowflake_smaller(snowflake, snowflake) RETURNS snowflake AS 'int8smaller'
+    LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_larger(snowflake, snowflake) RETURNS snowflake AS 'int8larger'
+    LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_smaller(snowflake, snowflake) IS 'The smaller of two snowflake values';
+COMMENT ON FUNCTION snowflake_larger(snowflake, snowflake) IS 'The larger of two snowflake values';
+CREATE AGGREGATE min(snowflake) (
+    SFUNC = snowflake_smaller,
+    STYPE = snowflake,
+    COMBINEFUNC = snowflake_smaller,
+    SORTOP = <,
+    PARALLEL = SAFE
+);
+CREATE AGGREGATE max(snowflake) (
+    SFUNC = snowflake_larger,
+    STYPE = snowflake,
+    COMBINEFUNC = snowflake_larger,
+    SORTOP = >,
+    PARALLEL = SAFE
+);
+COMMENT ON AGGREGATE min(snowflake) IS 'The smallest snowflake value (the oldest id)';
+COMMENT ON AGGREGATE max(snowflake) IS 'The largest snowflake value (the newest id)';

@@ -1,0 +1,724 @@
+-- The snowflake extension, version 1.6, complete: what CREATE EXTENSION snowflake installs. The
+-- update scripts from 1.0 (snowflake--1.0--1.1.sql and on) reach the same objects, which the
+-- regression test install.sql compares; a change to the extension goes into both.
+\echo Use "CREATE EXTENSION snowflake" to load this file. \quit
+
+-- Types -----------------------------------------------------------------------------------------
+
+CREATE TYPE snowflake_parts AS (
+    created_at timestamptz,
+    unix_ms bigint,
+    datacenter_id integer,
+    machine_id integer,
+    sequence integer
+);
+COMMENT ON TYPE snowflake_parts IS
+    'The fields of a Snowflake id: creation instant (ms), Unix ms, datacenter id, machine id, sequence';
+
+CREATE TYPE snowflake_info AS (
+    datacenter_id integer,
+    machine_id integer,
+    epoch timestamptz,
+    last_timestamp timestamptz,
+    ids_generated bigint,
+    sequence_waits bigint,
+    clock_rollbacks bigint,
+    persisted_mark timestamptz
+);
+COMMENT ON TYPE snowflake_info IS
+    'Settings and generator state of this server, as returned by snowflake_info()';
+
+-- Generation ------------------------------------------------------------------------------------
+
+-- VOLATILE: every call returns a new id. PARALLEL SAFE: workers draw from the same shared state.
+CREATE FUNCTION snowflake_nextval() RETURNS bigint
+    AS 'MODULE_PATHNAME', 'snowflake_nextval'
+    LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_nextval() IS
+    'A new Snowflake id from this server''s generator: unique and strictly increasing per server';
+
+-- Decoding: IMMUTABLE because an id's fields never change; STRICT so NULL in gives NULL out. ----
+
+CREATE FUNCTION snowflake_decode(id bigint) RETURNS snowflake_parts
+    AS 'MODULE_PATHNAME', 'snowflake_decode'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_decode(bigint) IS
+    'All fields of a Snowflake id as a snowflake_parts row';
+
+CREATE FUNCTION snowflake_timestamp(id bigint) RETURNS timestamptz
+    AS 'MODULE_PATHNAME', 'snowflake_timestamp'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_timestamp(bigint) IS
+    'The instant a Snowflake id was made, to the millisecond';
+
+CREATE FUNCTION snowflake_unix_ms(id bigint) RETURNS bigint
+    AS 'MODULE_PATHNAME', 'snowflake_unix_ms'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_unix_ms(bigint) IS
+    'The timestamp of a Snowflake id in Unix milliseconds';
+
+CREATE FUNCTION snowflake_datacenter_id(id bigint) RETURNS integer
+    AS 'MODULE_PATHNAME', 'snowflake_datacenter_id'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_datacenter_id(bigint) IS
+    'The datacenter id (0-31) of the node that made a Snowflake id';
+
+CREATE FUNCTION snowflake_machine_id(id bigint) RETURNS integer
+    AS 'MODULE_PATHNAME', 'snowflake_machine_id'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_machine_id(bigint) IS
+    'The machine id (0-31) of the node that made a Snowflake id';
+
+CREATE FUNCTION snowflake_sequence(id bigint) RETURNS integer
+    AS 'MODULE_PATHNAME', 'snowflake_sequence'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_sequence(bigint) IS
+    'The per-millisecond sequence number (0-4095) of a Snowflake id';
+
+-- Encoding: IMMUTABLE and STRICT; out-of-range fields raise 22003 instead of wrapping. ----------
+
+CREATE FUNCTION snowflake_encode(unix_ms bigint, datacenter_id integer, machine_id integer,
+                                 sequence integer) RETURNS bigint
+    AS 'MODULE_PATHNAME', 'snowflake_encode_unix_ms'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_encode(bigint, integer, integer, integer) IS
+    'The Snowflake id with these fields, the timestamp given in Unix milliseconds';
+
+CREATE FUNCTION snowflake_encode(created_at timestamptz, datacenter_id integer, machine_id integer,
+                                 sequence integer) RETURNS bigint
+    AS 'MODULE_PATHNAME', 'snowflake_encode_timestamptz'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_encode(timestamptz, integer, integer, integer) IS
+    'The Snowflake id with these fields; sub-millisecond digits are truncated toward the past';
+
+-- Time-range helpers: IMMUTABLE so the planner folds them into index bounds; they clamp, never fail.
+
+CREATE FUNCTION snowflake_min_id(ts timestamptz) RETURNS bigint
+    AS 'MODULE_PATHNAME', 'snowflake_min_id'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_min_id(timestamptz) IS
+    'The smallest Snowflake id made at or after ts: id >= snowflake_min_id(a) AND id < snowflake_min_id(b) selects [a, b)';
+
+CREATE FUNCTION snowflake_max_id(ts timestamptz) RETURNS bigint
+    AS 'MODULE_PATHNAME', 'snowflake_max_id'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_max_id(timestamptz) IS
+    'The largest Snowflake id made at or before ts';
+
+-- Introspection: VOLATILE because the state moves with every id. -------------------------------
+
+CREATE FUNCTION snowflake_info() RETURNS snowflake_info
+    AS 'MODULE_PATHNAME', 'snowflake_info'
+    LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_info() IS
+    'This server''s node ids, epoch, last timestamp used and generator counters';
+
+-- Checking other servers ----------------------------------------------------------------------
+
+-- VOLATILE: it asks other servers. PARALLEL UNSAFE (the default): it opens connections. CALLED ON
+-- NULL INPUT: a NULL argument or an empty list is an error, not a check of nothing. Judged by the
+-- fleet guard's rules (doc/reference.md "Peer check"). Not for PUBLIC: it connects out as the
+-- server.
+CREATE FUNCTION snowflake_check_peers(
+    peers text[],
+    max_clock_offset_ms integer DEFAULT 10000,
+    timeout_ms integer DEFAULT 5000)
+RETURNS TABLE (
+    peer text,
+    datacenter_id integer,
+    machine_id integer,
+    clock_offset_ms bigint,
+    problem text)
+    AS 'MODULE_PATHNAME', 'snowflake_check_peers_with_fleet_rules'
+    LANGUAGE C VOLATILE CALLED ON NULL INPUT;
+REVOKE EXECUTE ON FUNCTION snowflake_check_peers(text[], integer, integer) FROM PUBLIC;
+COMMENT ON FUNCTION snowflake_check_peers(text[], integer, integer) IS
+    'Connects to each peer (libpq connection strings) at once and reports its node ids, its clock offset from this server, and what is wrong by the fleet guard''s rules: another live server holding this server''s node pair or another peer''s, ids not set, the extension missing or not preloaded, no answer, a clock too far off; this server, recognised by its instance token, and standbys hold no pair. A NULL argument or an empty list is an error';
+
+-- Converting a key ------------------------------------------------------------------------------
+
+-- A C driver, so that each table is altered, read and judged as its owner in a
+-- security-restricted operation, every path of the key's values is followed, and a table that
+-- cannot take a new id is refused before anything changes (doc/design.md "The conversion").
+-- VOLATILE: it alters tables. PARALLEL UNSAFE (the default). CALLED ON NULL INPUT: a NULL argument
+-- is refused rather than converting nothing unnoticed. For PUBLIC: it converts only tables whose
+-- owners the caller acts for, and pins search_path itself.
+CREATE FUNCTION snowflake_convert_column("table" regclass, "column" name)
+RETURNS TABLE (object text, change text)
+    AS 'MODULE_PATHNAME', 'snowflake_convert_column'
+    LANGUAGE C VOLATILE CALLED ON NULL INPUT;
+COMMENT ON FUNCTION snowflake_convert_column(regclass, name) IS
+    'Turns a smallint, integer or bigint key fed by a sequence or an identity into bigint DEFAULT snowflake_nextval(), keeping every key and widening every column its values reach (foreign keys, partitions, inheritance children, chains of keys), each table altered as its owner, in the caller''s transaction; returns each change made';
+
+-- The fleet guard --------------------------------------------------------------------------------
+
+-- VOLATILE: they read what the fleet guard found last, which changes at every check. Not for
+-- PUBLIC: the members are connection strings (passwords masked) of the servers that generate.
+CREATE FUNCTION snowflake_fleet_status()
+RETURNS TABLE (
+    member text,
+    self boolean,
+    datacenter_id integer,
+    machine_id integer,
+    clock_offset_ms bigint,
+    problem text,
+    checked_at timestamptz)
+    AS 'MODULE_PATHNAME', 'snowflake_fleet_status'
+    LANGUAGE C VOLATILE;
+REVOKE EXECUTE ON FUNCTION snowflake_fleet_status() FROM PUBLIC;
+COMMENT ON FUNCTION snowflake_fleet_status() IS
+    'One row per member of snowflake.fleet as the fleet guard found it at its last check: whether it is this server, its node ids, its clock offset from this server, and what is wrong (no answer, library or ids missing, this server''s node pair or another member''s, a clock too far off)';
+
+CREATE FUNCTION snowflake_fleet_summary(
+    OUT checked_at timestamptz,
+    OUT members integer,
+    OUT members_with_problems integer,
+    OUT refusing boolean)
+    AS 'MODULE_PATHNAME', 'snowflake_fleet_summary'
+    LANGUAGE C VOLATILE;
+REVOKE EXECUTE ON FUNCTION snowflake_fleet_summary() FROM PUBLIC;
+COMMENT ON FUNCTION snowflake_fleet_summary() IS
+    'When the fleet guard last checked snowflake.fleet, how many members it has and how many have a problem, and whether snowflake_nextval() refuses because another live member holds this server''s node pair';
+
+-- The snowflake type ----------------------------------------------------------------------------
+-- A bigint in storage, on the wire and in every comparison, that PostgreSQL's JSON functions write
+-- as a string, so that an id arrives exact in JavaScript. doc/design.md "The snowflake type" gives
+-- the reason for each cast and operator. Where nothing needs checking, its functions are bigint's
+-- own (LANGUAGE internal), so that it costs what bigint costs; all are IMMUTABLE, STRICT and
+-- PARALLEL SAFE, and the comparisons LEAKPROOF as bigint's are.
+
+CREATE TYPE snowflake;
+
+CREATE FUNCTION snowflake_in(cstring) RETURNS snowflake
+    AS 'MODULE_PATHNAME', 'snowflake_in' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_out(snowflake) RETURNS cstring AS 'int8out'
+    LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_recv(internal) RETURNS snowflake
+    AS 'MODULE_PATHNAME', 'snowflake_recv' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_send(snowflake) RETURNS bytea AS 'int8send'
+    LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE TYPE snowflake (
+    INPUT = snowflake_in,
+    OUTPUT = snowflake_out,
+    RECEIVE = snowflake_recv,
+    SEND = snowflake_send,
+    INTERNALLENGTH = 8,
+    PASSEDBYVALUE,
+    ALIGNMENT = double,
+    STORAGE = plain,
+    CATEGORY = 'N'
+);
+COMMENT ON TYPE snowflake IS
+    'A Snowflake id: stored, sent and compared as a bigint, written as a string in JSON so that no client rounds it';
+COMMENT ON FUNCTION snowflake_in(cstring) IS
+    'Reads a snowflake value from decimal digits; a negative, too large or malformed one is refused';
+COMMENT ON FUNCTION snowflake_out(snowflake) IS 'Writes a snowflake value as decimal digits';
+COMMENT ON FUNCTION snowflake_recv(internal) IS
+    'Reads a snowflake value in bigint''s binary form; a negative one is refused';
+COMMENT ON FUNCTION snowflake_send(snowflake) IS
+    'Writes a snowflake value in bigint''s binary form';
+
+-- Casts: into the type checked (no id is negative), out of it free. bigint arrives on assignment
+-- (DEFAULT snowflake_nextval(), INSERT of a bigint), integer and smallint implicitly (a literal
+-- such as 0 in COALESCE(id, 0)); the type becomes a bigint implicitly, so every function taking a
+-- bigint id takes it, and a numeric on assignment.
+CREATE FUNCTION snowflake(bigint) RETURNS snowflake
+    AS 'MODULE_PATHNAME', 'snowflake_from_bigint' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake(integer) RETURNS snowflake
+    AS 'MODULE_PATHNAME', 'snowflake_from_integer' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake(smallint) RETURNS snowflake
+    AS 'MODULE_PATHNAME', 'snowflake_from_smallint' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake(numeric) RETURNS snowflake
+    AS 'MODULE_PATHNAME', 'snowflake_from_numeric' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_to_numeric(snowflake) RETURNS numeric AS 'int8_numeric'
+    LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake(bigint) IS
+    'A bigint as a snowflake value; a negative one is refused (22003)';
+COMMENT ON FUNCTION snowflake(integer) IS
+    'An integer as a snowflake value; a negative one is refused (22003)';
+COMMENT ON FUNCTION snowflake(smallint) IS
+    'A smallint as a snowflake value; a negative one is refused (22003)';
+COMMENT ON FUNCTION snowflake(numeric) IS
+    'A numeric rounded to a snowflake value; a negative or too large one is refused (22003)';
+COMMENT ON FUNCTION snowflake_to_numeric(snowflake) IS
+    'A snowflake value as a numeric (the cast to numeric)';
+
+CREATE CAST (bigint AS snowflake) WITH FUNCTION snowflake(bigint) AS ASSIGNMENT;
+CREATE CAST (integer AS snowflake) WITH FUNCTION snowflake(integer) AS IMPLICIT;
+CREATE CAST (smallint AS snowflake) WITH FUNCTION snowflake(smallint) AS IMPLICIT;
+CREATE CAST (numeric AS snowflake) WITH FUNCTION snowflake(numeric) AS ASSIGNMENT;
+CREATE CAST (snowflake AS bigint) WITHOUT FUNCTION AS IMPLICIT;
+CREATE CAST (snowflake AS numeric) WITH FUNCTION snowflake_to_numeric(snowflake) AS ASSIGNMENT;
+COMMENT ON CAST (bigint AS snowflake) IS
+    'On assignment: DEFAULT snowflake_nextval() and a bigint stored into a snowflake column';
+COMMENT ON CAST (integer AS snowflake) IS 'Implicit, so that a literal such as 0 goes with an id';
+COMMENT ON CAST (smallint AS snowflake) IS 'Implicit, as from integer';
+COMMENT ON CAST (numeric AS snowflake) IS 'On assignment, as from numeric to bigint';
+COMMENT ON CAST (snowflake AS bigint) IS
+    'Implicit and free: every function and operator of bigint takes a snowflake value';
+COMMENT ON CAST (snowflake AS numeric) IS 'On assignment, as from bigint to numeric';
+
+-- Comparisons with the type and each integer type on either side: bigint's own functions, since
+-- the representation is bigint's. With integer and smallint spelled out, id = 123 has one best
+-- match rather than several equally good ones through the casts.
+CREATE FUNCTION snowflake_eq(snowflake, snowflake) RETURNS boolean AS 'int8eq'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_eq(snowflake, snowflake) IS 'snowflake = snowflake';
+CREATE FUNCTION snowflake_ne(snowflake, snowflake) RETURNS boolean AS 'int8ne'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_ne(snowflake, snowflake) IS 'snowflake <> snowflake';
+CREATE FUNCTION snowflake_lt(snowflake, snowflake) RETURNS boolean AS 'int8lt'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_lt(snowflake, snowflake) IS 'snowflake < snowflake';
+CREATE FUNCTION snowflake_le(snowflake, snowflake) RETURNS boolean AS 'int8le'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_le(snowflake, snowflake) IS 'snowflake <= snowflake';
+CREATE FUNCTION snowflake_gt(snowflake, snowflake) RETURNS boolean AS 'int8gt'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_gt(snowflake, snowflake) IS 'snowflake > snowflake';
+CREATE FUNCTION snowflake_ge(snowflake, snowflake) RETURNS boolean AS 'int8ge'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_ge(snowflake, snowflake) IS 'snowflake >= snowflake';
+CREATE FUNCTION snowflake_cmp(snowflake, snowflake) RETURNS integer AS 'btint8cmp'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_cmp(snowflake, snowflake) IS
+    'Orders a snowflake and a snowflake value: -1, 0 or 1 (btree support)';
+
+CREATE FUNCTION snowflake_eq(snowflake, bigint) RETURNS boolean AS 'int8eq'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_eq(snowflake, bigint) IS 'snowflake = bigint';
+CREATE FUNCTION snowflake_ne(snowflake, bigint) RETURNS boolean AS 'int8ne'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_ne(snowflake, bigint) IS 'snowflake <> bigint';
+CREATE FUNCTION snowflake_lt(snowflake, bigint) RETURNS boolean AS 'int8lt'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_lt(snowflake, bigint) IS 'snowflake < bigint';
+CREATE FUNCTION snowflake_le(snowflake, bigint) RETURNS boolean AS 'int8le'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_le(snowflake, bigint) IS 'snowflake <= bigint';
+CREATE FUNCTION snowflake_gt(snowflake, bigint) RETURNS boolean AS 'int8gt'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_gt(snowflake, bigint) IS 'snowflake > bigint';
+CREATE FUNCTION snowflake_ge(snowflake, bigint) RETURNS boolean AS 'int8ge'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_ge(snowflake, bigint) IS 'snowflake >= bigint';
+CREATE FUNCTION snowflake_cmp(snowflake, bigint) RETURNS integer AS 'btint8cmp'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_cmp(snowflake, bigint) IS
+    'Orders a snowflake and a bigint value: -1, 0 or 1 (btree support)';
+
+CREATE FUNCTION snowflake_eq(bigint, snowflake) RETURNS boolean AS 'int8eq'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_eq(bigint, snowflake) IS 'bigint = snowflake';
+CREATE FUNCTION snowflake_ne(bigint, snowflake) RETURNS boolean AS 'int8ne'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_ne(bigint, snowflake) IS 'bigint <> snowflake';
+CREATE FUNCTION snowflake_lt(bigint, snowflake) RETURNS boolean AS 'int8lt'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_lt(bigint, snowflake) IS 'bigint < snowflake';
+CREATE FUNCTION snowflake_le(bigint, snowflake) RETURNS boolean AS 'int8le'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_le(bigint, snowflake) IS 'bigint <= snowflake';
+CREATE FUNCTION snowflake_gt(bigint, snowflake) RETURNS boolean AS 'int8gt'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_gt(bigint, snowflake) IS 'bigint > snowflake';
+CREATE FUNCTION snowflake_ge(bigint, snowflake) RETURNS boolean AS 'int8ge'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_ge(bigint, snowflake) IS 'bigint >= snowflake';
+CREATE FUNCTION snowflake_cmp(bigint, snowflake) RETURNS integer AS 'btint8cmp'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_cmp(bigint, snowflake) IS
+    'Orders a bigint and a snowflake value: -1, 0 or 1 (btree support)';
+
+CREATE FUNCTION snowflake_eq(snowflake, integer) RETURNS boolean AS 'int84eq'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_eq(snowflake, integer) IS 'snowflake = integer';
+CREATE FUNCTION snowflake_ne(snowflake, integer) RETURNS boolean AS 'int84ne'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_ne(snowflake, integer) IS 'snowflake <> integer';
+CREATE FUNCTION snowflake_lt(snowflake, integer) RETURNS boolean AS 'int84lt'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_lt(snowflake, integer) IS 'snowflake < integer';
+CREATE FUNCTION snowflake_le(snowflake, integer) RETURNS boolean AS 'int84le'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_le(snowflake, integer) IS 'snowflake <= integer';
+CREATE FUNCTION snowflake_gt(snowflake, integer) RETURNS boolean AS 'int84gt'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_gt(snowflake, integer) IS 'snowflake > integer';
+CREATE FUNCTION snowflake_ge(snowflake, integer) RETURNS boolean AS 'int84ge'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_ge(snowflake, integer) IS 'snowflake >= integer';
+CREATE FUNCTION snowflake_cmp(snowflake, integer) RETURNS integer AS 'btint84cmp'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_cmp(snowflake, integer) IS
+    'Orders a snowflake and a integer value: -1, 0 or 1 (btree support)';
+
+CREATE FUNCTION snowflake_eq(integer, snowflake) RETURNS boolean AS 'int48eq'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_eq(integer, snowflake) IS 'integer = snowflake';
+CREATE FUNCTION snowflake_ne(integer, snowflake) RETURNS boolean AS 'int48ne'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_ne(integer, snowflake) IS 'integer <> snowflake';
+CREATE FUNCTION snowflake_lt(integer, snowflake) RETURNS boolean AS 'int48lt'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_lt(integer, snowflake) IS 'integer < snowflake';
+CREATE FUNCTION snowflake_le(integer, snowflake) RETURNS boolean AS 'int48le'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_le(integer, snowflake) IS 'integer <= snowflake';
+CREATE FUNCTION snowflake_gt(integer, snowflake) RETURNS boolean AS 'int48gt'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_gt(integer, snowflake) IS 'integer > snowflake';
+CREATE FUNCTION snowflake_ge(integer, snowflake) RETURNS boolean AS 'int48ge'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_ge(integer, snowflake) IS 'integer >= snowflake';
+CREATE FUNCTION snowflake_cmp(integer, snowflake) RETURNS integer AS 'btint48cmp'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_cmp(integer, snowflake) IS
+    'Orders a integer and a snowflake value: -1, 0 or 1 (btree support)';
+
+CREATE FUNCTION snowflake_eq(snowflake, smallint) RETURNS boolean AS 'int82eq'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_eq(snowflake, smallint) IS 'snowflake = smallint';
+CREATE FUNCTION snowflake_ne(snowflake, smallint) RETURNS boolean AS 'int82ne'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_ne(snowflake, smallint) IS 'snowflake <> smallint';
+CREATE FUNCTION snowflake_lt(snowflake, smallint) RETURNS boolean AS 'int82lt'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_lt(snowflake, smallint) IS 'snowflake < smallint';
+CREATE FUNCTION snowflake_le(snowflake, smallint) RETURNS boolean AS 'int82le'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_le(snowflake, smallint) IS 'snowflake <= smallint';
+CREATE FUNCTION snowflake_gt(snowflake, smallint) RETURNS boolean AS 'int82gt'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_gt(snowflake, smallint) IS 'snowflake > smallint';
+CREATE FUNCTION snowflake_ge(snowflake, smallint) RETURNS boolean AS 'int82ge'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_ge(snowflake, smallint) IS 'snowflake >= smallint';
+CREATE FUNCTION snowflake_cmp(snowflake, smallint) RETURNS integer AS 'btint82cmp'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_cmp(snowflake, smallint) IS
+    'Orders a snowflake and a smallint value: -1, 0 or 1 (btree support)';
+
+CREATE FUNCTION snowflake_eq(smallint, snowflake) RETURNS boolean AS 'int28eq'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_eq(smallint, snowflake) IS 'smallint = snowflake';
+CREATE FUNCTION snowflake_ne(smallint, snowflake) RETURNS boolean AS 'int28ne'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_ne(smallint, snowflake) IS 'smallint <> snowflake';
+CREATE FUNCTION snowflake_lt(smallint, snowflake) RETURNS boolean AS 'int28lt'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_lt(smallint, snowflake) IS 'smallint < snowflake';
+CREATE FUNCTION snowflake_le(smallint, snowflake) RETURNS boolean AS 'int28le'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_le(smallint, snowflake) IS 'smallint <= snowflake';
+CREATE FUNCTION snowflake_gt(smallint, snowflake) RETURNS boolean AS 'int28gt'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_gt(smallint, snowflake) IS 'smallint > snowflake';
+CREATE FUNCTION snowflake_ge(smallint, snowflake) RETURNS boolean AS 'int28ge'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_ge(smallint, snowflake) IS 'smallint >= snowflake';
+CREATE FUNCTION snowflake_cmp(smallint, snowflake) RETURNS integer AS 'btint28cmp'
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_cmp(smallint, snowflake) IS
+    'Orders a smallint and a snowflake value: -1, 0 or 1 (btree support)';
+
+CREATE OPERATOR = (LEFTARG = snowflake, RIGHTARG = snowflake, FUNCTION = snowflake_eq,
+    COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel,
+    HASHES, MERGES);
+COMMENT ON OPERATOR = (snowflake, snowflake) IS 'equal to';
+CREATE OPERATOR <> (LEFTARG = snowflake, RIGHTARG = snowflake, FUNCTION = snowflake_ne,
+    COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel);
+COMMENT ON OPERATOR <> (snowflake, snowflake) IS 'not equal to';
+CREATE OPERATOR < (LEFTARG = snowflake, RIGHTARG = snowflake, FUNCTION = snowflake_lt,
+    COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel);
+COMMENT ON OPERATOR < (snowflake, snowflake) IS 'less than';
+CREATE OPERATOR <= (LEFTARG = snowflake, RIGHTARG = snowflake, FUNCTION = snowflake_le,
+    COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel);
+COMMENT ON OPERATOR <= (snowflake, snowflake) IS 'less than or equal to';
+CREATE OPERATOR > (LEFTARG = snowflake, RIGHTARG = snowflake, FUNCTION = snowflake_gt,
+    COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel);
+COMMENT ON OPERATOR > (snowflake, snowflake) IS 'greater than';
+CREATE OPERATOR >= (LEFTARG = snowflake, RIGHTARG = snowflake, FUNCTION = snowflake_ge,
+    COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel);
+COMMENT ON OPERATOR >= (snowflake, snowflake) IS 'greater than or equal to';
+
+CREATE OPERATOR = (LEFTARG = snowflake, RIGHTARG = bigint, FUNCTION = snowflake_eq,
+    COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel,
+    HASHES, MERGES);
+COMMENT ON OPERATOR = (snowflake, bigint) IS 'equal to';
+CREATE OPERATOR <> (LEFTARG = snowflake, RIGHTARG = bigint, FUNCTION = snowflake_ne,
+    COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel);
+COMMENT ON OPERATOR <> (snowflake, bigint) IS 'not equal to';
+CREATE OPERATOR < (LEFTARG = snowflake, RIGHTARG = bigint, FUNCTION = snowflake_lt,
+    COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel);
+COMMENT ON OPERATOR < (snowflake, bigint) IS 'less than';
+CREATE OPERATOR <= (LEFTARG = snowflake, RIGHTARG = bigint, FUNCTION = snowflake_le,
+    COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel);
+COMMENT ON OPERATOR <= (snowflake, bigint) IS 'less than or equal to';
+CREATE OPERATOR > (LEFTARG = snowflake, RIGHTARG = bigint, FUNCTION = snowflake_gt,
+    COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel);
+COMMENT ON OPERATOR > (snowflake, bigint) IS 'greater than';
+CREATE OPERATOR >= (LEFTARG = snowflake, RIGHTARG = bigint, FUNCTION = snowflake_ge,
+    COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel);
+COMMENT ON OPERATOR >= (snowflake, bigint) IS 'greater than or equal to';
+
+CREATE OPERATOR = (LEFTARG = bigint, RIGHTARG = snowflake, FUNCTION = snowflake_eq,
+    COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel,
+    HASHES, MERGES);
+COMMENT ON OPERATOR = (bigint, snowflake) IS 'equal to';
+CREATE OPERATOR <> (LEFTARG = bigint, RIGHTARG = snowflake, FUNCTION = snowflake_ne,
+    COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel);
+COMMENT ON OPERATOR <> (bigint, snowflake) IS 'not equal to';
+CREATE OPERATOR < (LEFTARG = bigint, RIGHTARG = snowflake, FUNCTION = snowflake_lt,
+    COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel);
+COMMENT ON OPERATOR < (bigint, snowflake) IS 'less than';
+CREATE OPERATOR <= (LEFTARG = bigint, RIGHTARG = snowflake, FUNCTION = snowflake_le,
+    COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel);
+COMMENT ON OPERATOR <= (bigint, snowflake) IS 'less than or equal to';
+CREATE OPERATOR > (LEFTARG = bigint, RIGHTARG = snowflake, FUNCTION = snowflake_gt,
+    COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel);
+COMMENT ON OPERATOR > (bigint, snowflake) IS 'greater than';
+CREATE OPERATOR >= (LEFTARG = bigint, RIGHTARG = snowflake, FUNCTION = snowflake_ge,
+    COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel);
+COMMENT ON OPERATOR >= (bigint, snowflake) IS 'greater than or equal to';
+
+CREATE OPERATOR = (LEFTARG = snowflake, RIGHTARG = integer, FUNCTION = snowflake_eq,
+    COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel,
+    HASHES, MERGES);
+COMMENT ON OPERATOR = (snowflake, integer) IS 'equal to';
+CREATE OPERATOR <> (LEFTARG = snowflake, RIGHTARG = integer, FUNCTION = snowflake_ne,
+    COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel);
+COMMENT ON OPERATOR <> (snowflake, integer) IS 'not equal to';
+CREATE OPERATOR < (LEFTARG = snowflake, RIGHTARG = integer, FUNCTION = snowflake_lt,
+    COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel);
+COMMENT ON OPERATOR < (snowflake, integer) IS 'less than';
+CREATE OPERATOR <= (LEFTARG = snowflake, RIGHTARG = integer, FUNCTION = snowflake_le,
+    COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel);
+COMMENT ON OPERATOR <= (snowflake, integer) IS 'less than or equal to';
+CREATE OPERATOR > (LEFTARG = snowflake, RIGHTARG = integer, FUNCTION = snowflake_gt,
+    COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel);
+COMMENT ON OPERATOR > (snowflake, integer) IS 'greater than';
+CREATE OPERATOR >= (LEFTARG = snowflake, RIGHTARG = integer, FUNCTION = snowflake_ge,
+    COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel);
+COMMENT ON OPERATOR >= (snowflake, integer) IS 'greater than or equal to';
+
+CREATE OPERATOR = (LEFTARG = integer, RIGHTARG = snowflake, FUNCTION = snowflake_eq,
+    COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel,
+    HASHES, MERGES);
+COMMENT ON OPERATOR = (integer, snowflake) IS 'equal to';
+CREATE OPERATOR <> (LEFTARG = integer, RIGHTARG = snowflake, FUNCTION = snowflake_ne,
+    COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel);
+COMMENT ON OPERATOR <> (integer, snowflake) IS 'not equal to';
+CREATE OPERATOR < (LEFTARG = integer, RIGHTARG = snowflake, FUNCTION = snowflake_lt,
+    COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel);
+COMMENT ON OPERATOR < (integer, snowflake) IS 'less than';
+CREATE OPERATOR <= (LEFTARG = integer, RIGHTARG = snowflake, FUNCTION = snowflake_le,
+    COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel);
+COMMENT ON OPERATOR <= (integer, snowflake) IS 'less than or equal to';
+CREATE OPERATOR > (LEFTARG = integer, RIGHTARG = snowflake, FUNCTION = snowflake_gt,
+    COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel);
+COMMENT ON OPERATOR > (integer, snowflake) IS 'greater than';
+CREATE OPERATOR >= (LEFTARG = integer, RIGHTARG = snowflake, FUNCTION = snowflake_ge,
+    COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel);
+COMMENT ON OPERATOR >= (integer, snowflake) IS 'greater than or equal to';
+
+CREATE OPERATOR = (LEFTARG = snowflake, RIGHTARG = smallint, FUNCTION = snowflake_eq,
+    COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel,
+    HASHES, MERGES);
+COMMENT ON OPERATOR = (snowflake, smallint) IS 'equal to';
+CREATE OPERATOR <> (LEFTARG = snowflake, RIGHTARG = smallint, FUNCTION = snowflake_ne,
+    COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel);
+COMMENT ON OPERATOR <> (snowflake, smallint) IS 'not equal to';
+CREATE OPERATOR < (LEFTARG = snowflake, RIGHTARG = smallint, FUNCTION = snowflake_lt,
+    COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel);
+COMMENT ON OPERATOR < (snowflake, smallint) IS 'less than';
+CREATE OPERATOR <= (LEFTARG = snowflake, RIGHTARG = smallint, FUNCTION = snowflake_le,
+    COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel);
+COMMENT ON OPERATOR <= (snowflake, smallint) IS 'less than or equal to';
+CREATE OPERATOR > (LEFTARG = snowflake, RIGHTARG = smallint, FUNCTION = snowflake_gt,
+    COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel);
+COMMENT ON OPERATOR > (snowflake, smallint) IS 'greater than';
+CREATE OPERATOR >= (LEFTARG = snowflake, RIGHTARG = smallint, FUNCTION = snowflake_ge,
+    COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel);
+COMMENT ON OPERATOR >= (snowflake, smallint) IS 'greater than or equal to';
+
+CREATE OPERATOR = (LEFTARG = smallint, RIGHTARG = snowflake, FUNCTION = snowflake_eq,
+    COMMUTATOR = =, NEGATOR = <>, RESTRICT = eqsel, JOIN = eqjoinsel,
+    HASHES, MERGES);
+COMMENT ON OPERATOR = (smallint, snowflake) IS 'equal to';
+CREATE OPERATOR <> (LEFTARG = smallint, RIGHTARG = snowflake, FUNCTION = snowflake_ne,
+    COMMUTATOR = <>, NEGATOR = =, RESTRICT = neqsel, JOIN = neqjoinsel);
+COMMENT ON OPERATOR <> (smallint, snowflake) IS 'not equal to';
+CREATE OPERATOR < (LEFTARG = smallint, RIGHTARG = snowflake, FUNCTION = snowflake_lt,
+    COMMUTATOR = >, NEGATOR = >=, RESTRICT = scalarltsel, JOIN = scalarltjoinsel);
+COMMENT ON OPERATOR < (smallint, snowflake) IS 'less than';
+CREATE OPERATOR <= (LEFTARG = smallint, RIGHTARG = snowflake, FUNCTION = snowflake_le,
+    COMMUTATOR = >=, NEGATOR = >, RESTRICT = scalarlesel, JOIN = scalarlejoinsel);
+COMMENT ON OPERATOR <= (smallint, snowflake) IS 'less than or equal to';
+CREATE OPERATOR > (LEFTARG = smallint, RIGHTARG = snowflake, FUNCTION = snowflake_gt,
+    COMMUTATOR = <, NEGATOR = <=, RESTRICT = scalargtsel, JOIN = scalargtjoinsel);
+COMMENT ON OPERATOR > (smallint, snowflake) IS 'greater than';
+CREATE OPERATOR >= (LEFTARG = smallint, RIGHTARG = snowflake, FUNCTION = snowflake_ge,
+    COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel);
+COMMENT ON OPERATOR >= (smallint, snowflake) IS 'greater than or equal to';
+
+-- btree: the integer types beside the type in one family, so that an index on a snowflake column
+-- serves comparisons with bigint, integer and smallint values (a bigint parameter, a bigint
+-- foreign key, snowflake_min_id() bounds, id IN of bigint values compared after the implicit
+-- cast), with bigint's sort support and deduplication.
+CREATE FUNCTION snowflake_in_range(snowflake, snowflake, bigint, boolean, boolean)
+    RETURNS boolean AS 'in_range_int8_int8' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_in_range(snowflake, snowflake, bigint, boolean, boolean) IS
+    'Window frames RANGE BETWEEN n PRECEDING AND n FOLLOWING over a snowflake column';
+
+CREATE OPERATOR FAMILY snowflake_ops USING btree;
+COMMENT ON OPERATOR FAMILY snowflake_ops USING btree IS
+    'Orders snowflake values as bigint, compared with each other and with bigint, integer and smallint';
+CREATE OPERATOR CLASS snowflake_ops DEFAULT FOR TYPE snowflake USING btree FAMILY snowflake_ops AS
+    OPERATOR 1 < (snowflake, snowflake),
+    OPERATOR 2 <= (snowflake, snowflake),
+    OPERATOR 3 = (snowflake, snowflake),
+    OPERATOR 4 >= (snowflake, snowflake),
+    OPERATOR 5 > (snowflake, snowflake),
+    FUNCTION 1 snowflake_cmp(snowflake, snowflake),
+    FUNCTION 2 pg_catalog.btint8sortsupport(internal),
+    FUNCTION 3 snowflake_in_range(snowflake, snowflake, bigint, boolean, boolean),
+    FUNCTION 4 pg_catalog.btequalimage(oid);
+COMMENT ON OPERATOR CLASS snowflake_ops USING btree IS
+    'The default btree operator class of the snowflake type (indexes, ORDER BY, merge joins)';
+ALTER OPERATOR FAMILY snowflake_ops USING btree ADD
+    OPERATOR 1 < (snowflake, bigint),
+    OPERATOR 2 <= (snowflake, bigint),
+    OPERATOR 3 = (snowflake, bigint),
+    OPERATOR 4 >= (snowflake, bigint),
+    OPERATOR 5 > (snowflake, bigint),
+    FUNCTION 1 snowflake_cmp(snowflake, bigint),
+    OPERATOR 1 < (bigint, snowflake),
+    OPERATOR 2 <= (bigint, snowflake),
+    OPERATOR 3 = (bigint, snowflake),
+    OPERATOR 4 >= (bigint, snowflake),
+    OPERATOR 5 > (bigint, snowflake),
+    FUNCTION 1 snowflake_cmp(bigint, snowflake),
+    OPERATOR 1 pg_catalog.< (bigint, bigint),
+    OPERATOR 2 pg_catalog.<= (bigint, bigint),
+    OPERATOR 3 pg_catalog.= (bigint, bigint),
+    OPERATOR 4 pg_catalog.>= (bigint, bigint),
+    OPERATOR 5 pg_catalog.> (bigint, bigint),
+    FUNCTION 1 pg_catalog.btint8cmp(bigint, bigint),
+    OPERATOR 1 < (snowflake, integer),
+    OPERATOR 2 <= (snowflake, integer),
+    OPERATOR 3 = (snowflake, integer),
+    OPERATOR 4 >= (snowflake, integer),
+    OPERATOR 5 > (snowflake, integer),
+    FUNCTION 1 snowflake_cmp(snowflake, integer),
+    OPERATOR 1 < (integer, snowflake),
+    OPERATOR 2 <= (integer, snowflake),
+    OPERATOR 3 = (integer, snowflake),
+    OPERATOR 4 >= (integer, snowflake),
+    OPERATOR 5 > (integer, snowflake),
+    FUNCTION 1 snowflake_cmp(integer, snowflake),
+    OPERATOR 1 < (snowflake, smallint),
+    OPERATOR 2 <= (snowflake, smallint),
+    OPERATOR 3 = (snowflake, smallint),
+    OPERATOR 4 >= (snowflake, smallint),
+    OPERATOR 5 > (snowflake, smallint),
+    FUNCTION 1 snowflake_cmp(snowflake, smallint),
+    OPERATOR 1 < (smallint, snowflake),
+    OPERATOR 2 <= (smallint, snowflake),
+    OPERATOR 3 = (smallint, snowflake),
+    OPERATOR 4 >= (smallint, snowflake),
+    OPERATOR 5 > (smallint, snowflake),
+    FUNCTION 1 snowflake_cmp(smallint, snowflake);
+
+-- hash: bigint's hashes, which agree with integer's and smallint's for equal values, so that
+-- hash joins, PARTITION BY HASH and Citus distribution work with the type and across types.
+CREATE FUNCTION snowflake_hash(snowflake) RETURNS integer AS 'hashint8'
+    LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_hash_extended(snowflake, bigint) RETURNS bigint AS 'hashint8extended'
+    LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_hash(snowflake) IS 'The hash of a snowflake value (bigint''s)';
+COMMENT ON FUNCTION snowflake_hash_extended(snowflake, bigint) IS
+    'The seeded hash of a snowflake value (bigint''s), for PARTITION BY HASH';
+
+CREATE OPERATOR FAMILY snowflake_hash_ops USING hash;
+COMMENT ON OPERATOR FAMILY snowflake_hash_ops USING hash IS
+    'Hashes snowflake values as bigint, equal to bigint, integer and smallint values';
+CREATE OPERATOR CLASS snowflake_hash_ops DEFAULT FOR TYPE snowflake USING hash
+    FAMILY snowflake_hash_ops AS
+    OPERATOR 1 = (snowflake, snowflake),
+    FUNCTION 1 snowflake_hash(snowflake),
+    FUNCTION 2 snowflake_hash_extended(snowflake, bigint);
+COMMENT ON OPERATOR CLASS snowflake_hash_ops USING hash IS
+    'The default hash operator class of the snowflake type (hash joins, hash aggregation, PARTITION BY HASH)';
+ALTER OPERATOR FAMILY snowflake_hash_ops USING hash ADD
+    OPERATOR 1 = (snowflake, bigint),
+    OPERATOR 1 = (bigint, snowflake),
+    OPERATOR 1 = (snowflake, integer),
+    OPERATOR 1 = (integer, snowflake),
+    OPERATOR 1 = (snowflake, smallint),
+    OPERATOR 1 = (smallint, snowflake),
+    FUNCTION 1 pg_catalog.hashint8(bigint),
+    FUNCTION 2 pg_catalog.hashint8extended(bigint, bigint),
+    FUNCTION 1 pg_catalog.hashint4(integer),
+    FUNCTION 2 pg_catalog.hashint4extended(integer, bigint),
+    FUNCTION 1 pg_catalog.hashint2(smallint),
+    FUNCTION 2 pg_catalog.hashint2extended(smallint, bigint);
+
+-- BRIN minmax: ids grow with time, so a large append-only table's ranges are narrow.
+CREATE OPERATOR FAMILY snowflake_minmax_ops USING brin;
+COMMENT ON OPERATOR FAMILY snowflake_minmax_ops USING brin IS
+    'Block ranges of snowflake values, searched with snowflake, bigint, integer and smallint values';
+CREATE OPERATOR CLASS snowflake_minmax_ops DEFAULT FOR TYPE snowflake USING brin
+    FAMILY snowflake_minmax_ops AS
+    OPERATOR 1 < (snowflake, snowflake),
+    OPERATOR 2 <= (snowflake, snowflake),
+    OPERATOR 3 = (snowflake, snowflake),
+    OPERATOR 4 >= (snowflake, snowflake),
+    OPERATOR 5 > (snowflake, snowflake),
+    FUNCTION 1 pg_catalog.brin_minmax_opcinfo(internal),
+    FUNCTION 2 pg_catalog.brin_minmax_add_value(internal, internal, internal, internal),
+    FUNCTION 3 pg_catalog.brin_minmax_consistent(internal, internal, internal),
+    FUNCTION 4 pg_catalog.brin_minmax_union(internal, internal, internal);
+COMMENT ON OPERATOR CLASS snowflake_minmax_ops USING brin IS
+    'The default BRIN operator class of the snowflake type (minmax)';
+ALTER OPERATOR FAMILY snowflake_minmax_ops USING brin ADD
+    OPERATOR 1 < (snowflake, bigint),
+    OPERATOR 2 <= (snowflake, bigint),
+    OPERATOR 3 = (snowflake, bigint),
+    OPERATOR 4 >= (snowflake, bigint),
+    OPERATOR 5 > (snowflake, bigint),
+    OPERATOR 1 < (snowflake, integer),
+    OPERATOR 2 <= (snowflake, integer),
+    OPERATOR 3 = (snowflake, integer),
+    OPERATOR 4 >= (snowflake, integer),
+    OPERATOR 5 > (snowflake, integer),
+    OPERATOR 1 < (snowflake, smallint),
+    OPERATOR 2 <= (snowflake, smallint),
+    OPERATOR 3 = (snowflake, smallint),
+    OPERATOR 4 >= (snowflake, smallint),
+    OPERATOR 5 > (snowflake, smallint);
+
+-- min() and max() of the type return the type (still a string in JSON) and use a btree index.
+CREATE FUNCTION snowflake_smaller(snowflake, snowflake) RETURNS snowflake AS 'int8smaller'
+    LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_larger(snowflake, snowflake) RETURNS snowflake AS 'int8larger'
+    LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_smaller(snowflake, snowflake) IS 'The smaller of two snowflake values';
+COMMENT ON FUNCTION snowflake_larger(snowflake, snowflake) IS 'The larger of two snowflake values';
+CREATE AGGREGATE min(snowflake) (
+    SFUNC = snowflake_smaller,
+    STYPE = snowflake,
+    COMBINEFUNC = snowflake_smaller,
+    SORTOP = <,
+    PARALLEL = SAFE
+);
+CREATE AGGREGATE max(snowflake) (
+    SFUNC = snowflake_larger,
+    STYPE = snowflake,
+    COMBINEFUNC = snowflake_larger,
+    SORTOP = >,
+    PARALLEL = SAFE
+);
+COMMENT ON AGGREGATE min(snowflake) IS 'The smallest snowflake value (the oldest id)';
+COMMENT ON AGGREGATE max(snowflake) IS 'The largest snowflake value (the newest id)';
