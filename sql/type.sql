@@ -30,6 +30,14 @@ SELECT 'NaN'::numeric::snowflake;
 SELECT castsource::regtype, casttarget::regtype, castcontext, castmethod
 FROM pg_cast WHERE 'snowflake'::regtype IN (castsource, casttarget) ORDER BY 1, 2;
 
+-- Comparisons are LEAKPROOF as bigint's are, so that policies and security_barrier views let them
+-- reach an index; the casts in, whose errors name the value, are not.
+SELECT p.proname, count(*), bool_and(p.proleakproof) AS leakproof
+FROM pg_operator AS o JOIN pg_proc AS p ON p.oid = o.oprcode
+WHERE 'snowflake'::regtype IN (o.oprleft, o.oprright) GROUP BY 1 ORDER BY 1;
+SELECT bool_or(proleakproof) AS any_cast_leakproof FROM pg_proc
+WHERE proname = 'snowflake' AND prorettype = 'snowflake'::regtype;
+
 -- A table keyed by the type, fed by snowflake_nextval() through the cast on assignment.
 CREATE TABLE typed_orders (
     id snowflake PRIMARY KEY DEFAULT snowflake_nextval(),
