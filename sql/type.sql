@@ -149,6 +149,16 @@ INSERT INTO typed_refs SELECT id FROM typed_orders WHERE id < 2000;
 DELETE FROM typed_orders WHERE id = 7;
 ANALYZE typed_lines;
 ANALYZE typed_refs;
+-- Deduplication (btequalimage): an index of repeated values is as small as bigint's.
+CREATE TABLE typed_repeats (id snowflake);
+CREATE TABLE bigint_repeats (id bigint);
+INSERT INTO typed_repeats SELECT 5 FROM generate_series(1, 50000);
+INSERT INTO bigint_repeats SELECT 5 FROM generate_series(1, 50000);
+CREATE INDEX typed_repeats_id ON typed_repeats (id);
+CREATE INDEX bigint_repeats_id ON bigint_repeats (id);
+SELECT pg_relation_size('typed_repeats_id') = pg_relation_size('bigint_repeats_id') AS same_size,
+       pg_relation_size('typed_repeats_id') < 50000 * 8 AS deduplicated;
+
 -- Joins: merge and hash, with the type on both sides and with bigint on one.
 SET enable_nestloop = off;
 SET enable_hashjoin = off;
