@@ -204,6 +204,13 @@ SELECT pg_temp.shape('t_ranged', 'id') AS ranged, pg_temp.shape('t_hashed_refs',
 -- changes, and no table is rewritten.
 SELECT * FROM snowflake_convert_column('t_viewed', 'id', 'bigint');
 SELECT pg_temp.shape('t_viewed', 'id') AS viewed;
+-- A column to widen that a function with a SQL-standard body uses is named up front by the
+-- two-argument call too, with the other obstacles, rather than by ALTER TABLE's error.
+CREATE TABLE t_counted (id serial PRIMARY KEY);
+CREATE FUNCTION t_counted_newest() RETURNS integer LANGUAGE sql
+BEGIN ATOMIC SELECT max(id) FROM t_counted; END;
+SELECT pg_temp.refusal($$SELECT * FROM snowflake_convert_column('t_counted', 'id')$$);
+SELECT pg_temp.shape('t_counted', 'id') AS counted;
 
 -- A table of another role. A superuser converts it as that role: her CHECK constraint, index
 -- expression and partial index predicate run as her during the rewrite, in a security-restricted

@@ -25,7 +25,6 @@ extern "C" {
 #include "catalog/pg_constraint.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
-#include "commands/extension.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -1150,7 +1149,7 @@ constexpr char kKeyConstraintQuery[] =
     "AND $2 = ANY (conkey)";
 
 constexpr char kExtensionSchemaQuery[] =
-    "SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension AS e "
+    "SELECT pg_catalog.quote_ident(n.nspname), n.oid FROM pg_catalog.pg_extension AS e "
     "JOIN pg_catalog.pg_namespace AS n ON n.oid = e.extnamespace WHERE e.extname = 'snowflake'";
 
 // The table, checked and locked: it must exist and be the caller's (checked before the lock, so
@@ -1441,7 +1440,9 @@ Datum convert_column(FunctionCallInfo fcinfo, Oid target) {
     if (extension_schema == nullptr) {
         elog(ERROR, "snowflake: the extension is not installed in this database");
     }
-    const Oid extension_namespace = get_extension_schema(get_extension_oid("snowflake", false));
+    bool is_null = true;
+    const Oid extension_namespace =
+        DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &is_null));
     const Oid snowflake_type = extension_type(extension_namespace, "snowflake");
     if (target != INT8OID && (!OidIsValid(target) || target != snowflake_type)) {
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -1455,7 +1456,6 @@ Datum convert_column(FunctionCallInfo fcinfo, Oid target) {
     // also the new id that every table on the key's paths must be able to take.
     run_query(psprintf("SELECT %s.snowflake_nextval()", extension_schema), 0, nullptr, nullptr,
               false);
-    bool is_null = true;
     const int64 new_id =
         DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &is_null));
 
