@@ -38,7 +38,8 @@ DOCS = doc/design.md doc/operations.md doc/performance.md doc/reference.md doc/s
 	doc/testing.md
 
 # pg_regress, pg_isolation_regress and prove each start their own throwaway servers.
-REGRESS = codec generate info errors time_predicates partitioning peers convert type install
+REGRESS = codec generate info errors time_predicates partitioning peers convert type convert_type \
+	install
 REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=test/snowflake.conf
 ISOLATION = interleaved_order time_predicates_sessions
 ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_check_iso \

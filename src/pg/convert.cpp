@@ -1,6 +1,8 @@
 // snowflake_convert_column() (version 1.5): turns a serial or identity key into bigint DEFAULT
-// snowflake_nextval(), with every column its values can reach. doc/reference.md "Converting a
-// serial or identity column" says what it does; doc/design.md "The conversion" says why it is C.
+// snowflake_nextval(), with every column its values can reach; its overload of version 1.6 with a
+// type turns such a key, or a bigint key that already holds Snowflake ids, into the snowflake
+// type instead. doc/reference.md "Converting a serial or identity column" says what they do;
+// doc/design.md "The conversion" says why they are C.
 //
 // Order: the table is locked first, then every table that holds the key's values is found and
 // locked as it is found (a new foreign key to a locked table must wait for its lock), then
@@ -30,7 +32,10 @@ extern "C" {
 #include "nodes/execnodes.h"
 #include "miscadmin.h"
 #include "nodes/bitmapset.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
+#include "parser/parse_func.h"
 #include "partitioning/partdesc.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
@@ -52,6 +57,7 @@ extern "C" {
 
 extern "C" {
 PG_FUNCTION_INFO_V1(snowflake_convert_column);
+PG_FUNCTION_INFO_V1(snowflake_convert_column_to_type);
 }
 
 namespace {
@@ -84,6 +90,8 @@ struct KeyPaths {
     Reference *references;
     int reference_count;
     int reference_capacity;
+    Oid target;          // the type the columns become: bigint, or the snowflake type
+    Oid snowflake_type;  // the extension's snowflake type, InvalidOid before version 1.6
 };
 
 // The catalog facts of the key column, read after its table is locked.
@@ -93,6 +101,7 @@ struct KeyFacts {
     Oid type;
     char identity;
     const char *default_expression;  // nullptr without a default
+    bool fed_by_snowflake_nextval;   // DEFAULT snowflake_nextval() already: the default is kept
 };
 
 // Runs a query as the current user (search_path is pinned) and returns its row count. It reads
@@ -390,20 +399,34 @@ bool is_small_integer(Oid type) {
 }
 
 // Whether the column is widened: smallint and integer are; bigint and domains over it are kept.
+// A widened column's CHECK constraints can be judged only once it is bigint or snowflake.
 bool is_widened(const KeyColumn &column) {
     return is_small_integer(column.type);
 }
 
-// A column of a type other than smallint, integer, bigint or a domain over bigint cannot carry
-// new ids, and a domain over a smaller integer cannot be widened with its constraints kept.
+// Whether ALTER TABLE changes the column's type: to bigint the smaller integers; to snowflake
+// bigint too. Domains and columns already of the type are kept.
+bool is_retyped(const KeyPaths &paths, const KeyColumn &column) {
+    return is_small_integer(column.type) || (paths.target != INT8OID && column.type == INT8OID);
+}
+
+// Whether the conversion is to the snowflake type (the overload with a type, version 1.6).
+bool to_snowflake(const KeyPaths &paths) {
+    return paths.target != INT8OID;
+}
+
+// A column of a type other than smallint, integer, bigint, snowflake or a domain over bigint or
+// snowflake cannot carry new ids, and a domain over a smaller integer cannot be widened with its
+// constraints kept.
 void refuse_unwidenable_types(const KeyPaths &paths, const char *key_text) {
     for (int i = 1; i < paths.count; i++) {
         const KeyColumn &column = paths.columns[i];
-        if (is_small_integer(column.type) || column.type == INT8OID) {
+        if (is_small_integer(column.type) || column.type == INT8OID ||
+            column.type == paths.snowflake_type) {
             continue;
         }
         const Oid base = getBaseType(column.type);
-        if (base == INT8OID) {
+        if (base == INT8OID || (OidIsValid(base) && base == paths.snowflake_type)) {
             continue;
         }
         ereport(ERROR,
@@ -504,7 +527,7 @@ void refuse_outgoing_keys(const KeyPaths &paths, const char *key_text) {
     for (int i = 0; i < paths.count; i++) {
         const KeyColumn &column = paths.columns[i];
         const bool is_key = is_key_column(paths, column);
-        if (!is_key && !is_widened(column)) {
+        if (!is_key && !is_retyped(paths, column)) {
             continue;
         }
         Oid types[2] = {OIDOID, INT2OID};
@@ -628,6 +651,20 @@ void refuse_partition_keys(const KeyPaths &paths) {
         const bool alone =
             get_partition_natts(key) == 1 && get_partition_col_attnum(key, 0) == column.attnum;
         table_close(relation, NoLock);
+        if (in_key && to_snowflake(paths) && is_retyped(paths, column)) {
+            ereport(
+                ERROR,
+                (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                 errmsg("column %s cannot be changed to snowflake: it is in the partition key of "
+                        "%s",
+                        column_text(column.relation, column.attnum), table_text(column.relation)),
+                 errdetail("PostgreSQL cannot change the type of a partition key column. Nothing "
+                           "was changed."),
+                 errhint("Keep the ids bigint (convert with the type bigint, or cast in queries: "
+                         "id::snowflake is written as a string in JSON), or create a table "
+                         "partitioned by a snowflake column, move the rows there, then convert "
+                         "its key.")));
+        }
         if (in_key && is_widened(column)) {
             ereport(
                 ERROR,
@@ -656,10 +693,11 @@ void refuse_partition_keys(const KeyPaths &paths) {
     }
 }
 
-// What PostgreSQL cannot carry through a change of type, on every widened column of every table
+// What PostgreSQL cannot carry through a change of type, on every retyped column of every table
 // (a sibling partition's view included), named at once: views and rules, policies, triggers
-// (a WHEN condition or UPDATE OF), publications (a WHERE or a column list) and generated
-// columns (whose expression, a default of another column, depends on the column).
+// (a WHEN condition or UPDATE OF), publications (a WHERE or a column list), functions with a
+// SQL-standard body (BEGIN ATOMIC) and generated columns (whose expression, a default of another
+// column, depends on the column).
 constexpr char kBlockersQuery[] =
     "SELECT pg_catalog.string_agg(DISTINCT "
     "pg_catalog.pg_describe_object(dep.classid, dep.objid, 0), ', ') "
@@ -671,33 +709,38 @@ constexpr char kBlockersQuery[] =
     "AND dep.refobjid = m.relation AND dep.refobjsubid = m.attnum "
     "WHERE dep.classid IN ('pg_catalog.pg_rewrite'::pg_catalog.regclass, "
     "'pg_catalog.pg_policy'::pg_catalog.regclass, 'pg_catalog.pg_trigger'::pg_catalog.regclass, "
-    "'pg_catalog.pg_publication_rel'::pg_catalog.regclass) "
+    "'pg_catalog.pg_publication_rel'::pg_catalog.regclass, "
+    "'pg_catalog.pg_proc'::pg_catalog.regclass) "
     "OR (dep.classid = 'pg_catalog.pg_attrdef'::pg_catalog.regclass AND dep.deptype = 'n')";
 
 // One refusal naming all of them, rather than ALTER TABLE's error on the first.
 void refuse_views_and_policies(const KeyPaths &paths, const char *key_text) {
     Datum *relations = static_cast<Datum *>(palloc(sizeof(Datum) * paths.count));
     Datum *attnums = static_cast<Datum *>(palloc(sizeof(Datum) * paths.count));
-    int widened = 0;
+    int retyped = 0;
     for (int i = 0; i < paths.count; i++) {
-        if (is_widened(paths.columns[i])) {
-            relations[widened] = ObjectIdGetDatum(paths.columns[i].relation);
-            attnums[widened] = Int16GetDatum(paths.columns[i].attnum);
-            widened++;
+        if (is_retyped(paths, paths.columns[i])) {
+            relations[retyped] = ObjectIdGetDatum(paths.columns[i].relation);
+            attnums[retyped] = Int16GetDatum(paths.columns[i].attnum);
+            retyped++;
         }
     }
-    if (widened == 0) {
+    if (retyped == 0) {
         return;
     }
     Oid types[2] = {OIDARRAYOID, INT2ARRAYOID};
-    Datum arguments[2] = {PointerGetDatum(construct_array_builtin(relations, widened, OIDOID)),
-                          PointerGetDatum(construct_array_builtin(attnums, widened, INT2OID))};
+    Datum arguments[2] = {PointerGetDatum(construct_array_builtin(relations, retyped, OIDOID)),
+                          PointerGetDatum(construct_array_builtin(attnums, retyped, INT2OID))};
     run_query(kBlockersQuery, 2, types, arguments, true);
     const char *blockers = first_text();
     if (blockers != nullptr) {
         ereport(ERROR,
                 (errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
-                 errmsg("cannot widen the key %s or the columns that reference it", key_text),
+                 to_snowflake(paths)
+                     ? errmsg("cannot change the key %s or the columns that reference it to "
+                              "snowflake",
+                              key_text)
+                     : errmsg("cannot widen the key %s or the columns that reference it", key_text),
                  errdetail("In the way: %s. Nothing was changed.", blockers),
                  errhint("Drop them (or the table from the publication), convert, then create "
                          "them again: PostgreSQL cannot change the type of a column they "
@@ -760,37 +803,50 @@ void refuse_shared_identity(Oid relation, const char *column, const KeyFacts &ke
     }
 }
 
-// Old keys must stay below every id the generator can issue from now on. The read must see every
-// key: it runs as the table's owner with row_security off, after refusing a table whose policies
-// apply to its owner (FORCE ROW LEVEL SECURITY), so no policy can hide a key.
-void refuse_keys_out_of_range(Oid relation, const char *column, const KeyFacts &key,
-                              const char *extension_schema) {
-    if (check_enable_rls(relation, key.owner, true) == RLS_ENABLED) {
+// A read that must see every row runs as the table's owner with row_security off; a table whose
+// policies apply to its owner (FORCE ROW LEVEL SECURITY) is refused first, so that no policy can
+// hide a row and the read does not fail on one.
+void refuse_hidden_rows(Oid relation, Oid owner) {
+    if (check_enable_rls(relation, owner, true) == RLS_ENABLED) {
         const char *table = table_text(relation);
         ereport(ERROR,
                 (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
                  errmsg("row-level security hides rows of %s from its owner %s", table,
-                        quote_identifier(role_text(key.owner))),
+                        quote_identifier(role_text(owner))),
                  errdetail("The conversion must see every key, and FORCE ROW LEVEL SECURITY "
                            "applies the table's policies to its owner. Nothing was changed."),
                  errhint("In one transaction: ALTER TABLE %s NO FORCE ROW LEVEL SECURITY, "
                          "convert, then ALTER TABLE %s FORCE ROW LEVEL SECURITY.",
                          table, table)));
     }
-    char *step = psprintf("reading the keys of %s as %s", key.column_text,
-                          quote_identifier(role_text(key.owner)));
+}
+
+// Runs a query over a table's rows as its owner, with row_security off; what step says names it
+// in the context of an error.
+void read_as_owner(Oid owner, char *step, const char *query) {
     ErrorContextCallback callback{error_context_stack, as_owner_error_context, step};
     error_context_stack = &callback;
-    const OwnerContext context = begin_as_owner(key.owner);
+    const OwnerContext context = begin_as_owner(owner);
     (void)set_config_option("row_security", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
                             true, 0, false);
-    run_query(psprintf("SELECT pg_catalog.min(%1$s)::pg_catalog.int8, "
-                       "pg_catalog.max(%1$s)::pg_catalog.int8, "
-                       "%2$s.snowflake_min_id(pg_catalog.now()) FROM %3$s",
-                       quote_identifier(column), extension_schema, table_text(relation)),
-              0, nullptr, nullptr, true);
+    run_query(query, 0, nullptr, nullptr, true);
     end_as_owner(context);
     error_context_stack = callback.previous;
+}
+
+// Old keys must stay below every id the generator can issue from now on, unless the generator
+// issued them (a key fed by snowflake_nextval() already), and none may be negative. The read sees
+// every key (refuse_hidden_rows).
+void refuse_keys_out_of_range(Oid relation, const char *column, const KeyFacts &key,
+                              const char *extension_schema) {
+    refuse_hidden_rows(relation, key.owner);
+    read_as_owner(key.owner,
+                  psprintf("reading the keys of %s as %s", key.column_text,
+                           quote_identifier(role_text(key.owner))),
+                  psprintf("SELECT pg_catalog.min(%1$s)::pg_catalog.int8, "
+                           "pg_catalog.max(%1$s)::pg_catalog.int8, "
+                           "%2$s.snowflake_min_id(pg_catalog.now()) FROM %3$s",
+                           quote_identifier(column), extension_schema, table_text(relation)));
     bool lowest_null = true;
     bool highest_null = true;
     bool bound_null = true;
@@ -810,7 +866,7 @@ void refuse_keys_out_of_range(Oid relation, const char *column, const KeyFacts &
                         errdetail("Snowflake ids are never negative; keys are kept as they are."),
                         errhint("Give the rows with negative keys new keys first.")));
     }
-    if (!highest_null && highest >= lowest_new_id) {
+    if (!highest_null && highest >= lowest_new_id && !key.fed_by_snowflake_nextval) {
         ereport(ERROR,
                 (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
                  errmsg("column %s holds keys up to %lld, which new Snowflake ids could repeat",
@@ -1036,6 +1092,42 @@ Root *referencing_roots(const KeyPaths &paths, int *count) {
     return roots;
 }
 
+// The cast to snowflake refuses a negative value, which would fail the ALTER TABLE midway: each
+// column that becomes snowflake is read first, with its partitions and children, as its owner
+// (the key's own values are judged by refuse_keys_out_of_range). Only a foreign key that is NOT
+// VALID, or a column of a child that takes its own values, can hold one.
+void refuse_negative_values(const Root *roots, int root_count, const char *key_text) {
+    for (int i = 0; i < root_count; i++) {
+        const Root &root = roots[i];
+        if (!is_small_integer(root.type) && root.type != INT8OID) {
+            continue;
+        }
+        const Oid owner = owner_of(root.relation);
+        refuse_hidden_rows(root.relation, owner);
+        read_as_owner(owner,
+                      psprintf("reading the values of %s as %s", root.text,
+                               quote_identifier(role_text(owner))),
+                      psprintf("SELECT pg_catalog.min(%s)::pg_catalog.int8 FROM %s",
+                               quote_identifier(get_attname(root.relation, root.attnum, false)),
+                               table_text(root.relation)));
+        bool is_null = true;
+        const int64 lowest =
+            DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &is_null));
+        if (!is_null && lowest < 0) {
+            ereport(ERROR,
+                    (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+                     errmsg("column %s holds negative values, down to %lld, which type snowflake "
+                            "cannot hold",
+                            root.text, static_cast<long long>(lowest)),
+                     errdetail("It holds values of the key %s (referencing through %s); a "
+                               "Snowflake id is never negative. Nothing was changed.",
+                               key_text, root.through),
+                     errhint("Set those values to NULL or to keys that exist (a foreign key that "
+                             "is NOT VALID lets others in), then convert.")));
+        }
+    }
+}
+
 // One row of the report: what was changed, and how.
 void add_row(Tuplestorestate *store, TupleDesc tupdesc, const char *object, const char *change) {
     Datum values[2] = {CStringGetTextDatum(object), CStringGetTextDatum(change)};
@@ -1057,7 +1149,7 @@ constexpr char kKeyConstraintQuery[] =
     "AND $2 = ANY (conkey)";
 
 constexpr char kExtensionSchemaQuery[] =
-    "SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension AS e "
+    "SELECT pg_catalog.quote_ident(n.nspname), n.oid FROM pg_catalog.pg_extension AS e "
     "JOIN pg_catalog.pg_namespace AS n ON n.oid = e.extnamespace WHERE e.extname = 'snowflake'";
 
 // The table, checked and locked: it must exist and be the caller's (checked before the lock, so
@@ -1084,9 +1176,39 @@ void lock_table(Oid relation) {
     }
 }
 
+// The oid of the extension's snowflake_nextval(), by the extension's schema, not the search path.
+Oid snowflake_nextval_oid(Oid extension_namespace) {
+    List *name = list_make2(makeString(get_namespace_name(extension_namespace)),
+                            makeString(pstrdup("snowflake_nextval")));
+    return LookupFuncName(name, 0, nullptr, false);
+}
+
+// Whether the column's default is exactly a call of the extension's snowflake_nextval() (with
+// the implicit cast to the column's type, if any): the key then holds Snowflake ids already.
+bool default_is_snowflake_nextval(Oid relation, AttrNumber attnum, Oid extension_namespace) {
+    Relation table = table_open(relation, NoLock);
+    const TupleConstr *constraints = RelationGetDescr(table)->constr;
+    const char *expression = nullptr;
+    for (int i = 0; constraints != nullptr && i < constraints->num_defval; i++) {
+        if (constraints->defval[i].adnum == attnum) {
+            expression = pstrdup(constraints->defval[i].adbin);
+        }
+    }
+    table_close(table, NoLock);
+    if (expression == nullptr) {
+        return false;
+    }
+    Node *node = strip_implicit_coercions(static_cast<Node *>(stringToNode(expression)));
+    return IsA(node, FuncExpr) &&
+           reinterpret_cast<FuncExpr *>(node)->funcid ==
+               snowflake_nextval_oid(extension_namespace) &&
+           reinterpret_cast<FuncExpr *>(node)->args == NIL;
+}
+
 // The key's facts, read only once its table is locked, with a refusal for each way it cannot be
-// converted.
-KeyFacts read_key(Oid relation, const char *column, AttrNumber *attnum) {
+// converted to the target type.
+KeyFacts read_key(Oid relation, const char *column, AttrNumber *attnum, Oid target,
+                  Oid snowflake_type, Oid extension_namespace) {
     HeapTuple class_tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relation));
     const auto *table = reinterpret_cast<Form_pg_class>(GETSTRUCT(class_tuple));
     const char relkind = table->relkind;
@@ -1123,12 +1245,18 @@ KeyFacts read_key(Oid relation, const char *column, AttrNumber *attnum) {
     const int typmod = attribute->atttypmod;
     const bool inherited = attribute->attinhcount > 0;
     ReleaseSysCache(attribute_tuple);
-    if (key.type != INT2OID && key.type != INT4OID && key.type != INT8OID) {
-        ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
-                        errmsg("column %s is of type %s, not an integer key", key.column_text,
-                               format_type_with_typemod(key.type, typmod)),
-                        errhint("Only smallint, integer and bigint keys fed by a sequence or an "
-                                "identity can be converted.")));
+    const bool to_snowflake = target != INT8OID;
+    const bool snowflake_key = to_snowflake && key.type == snowflake_type;
+    if (key.type != INT2OID && key.type != INT4OID && key.type != INT8OID && !snowflake_key) {
+        ereport(ERROR,
+                (errcode(ERRCODE_DATATYPE_MISMATCH),
+                 errmsg("column %s is of type %s, not an integer key", key.column_text,
+                        format_type_with_typemod(key.type, typmod)),
+                 to_snowflake ? errhint("Only smallint, integer and bigint keys fed by a sequence "
+                                        "or an identity, and bigint and snowflake keys with "
+                                        "DEFAULT snowflake_nextval(), can be converted.")
+                              : errhint("Only smallint, integer and bigint keys fed by a sequence "
+                                        "or an identity can be converted.")));
     }
     if (inherited) {
         ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
@@ -1144,15 +1272,23 @@ KeyFacts read_key(Oid relation, const char *column, AttrNumber *attnum) {
     const bool default_uses_sequence =
         SPI_processed > 0 &&
         DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &is_null));
-    if (key.identity == '\0' && !default_uses_sequence) {
+    key.fed_by_snowflake_nextval =
+        to_snowflake && (key.type == INT8OID || snowflake_key) &&
+        default_is_snowflake_nextval(relation, *attnum, extension_namespace);
+    if (key.identity == '\0' && !default_uses_sequence && !key.fed_by_snowflake_nextval) {
         ereport(ERROR,
                 (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                  errmsg("column %s is not fed by a sequence", key.column_text),
                  errdetail("Its default is %s.",
                            key.default_expression != nullptr ? key.default_expression : "not set"),
-                 errhint("Only serial, bigserial, DEFAULT nextval(...) and identity columns are "
-                         "converted; set DEFAULT snowflake_nextval() on other columns with ALTER "
-                         "TABLE.")));
+                 to_snowflake
+                     ? errhint("Only serial, bigserial, DEFAULT nextval(...) and identity columns, "
+                               "and bigint columns with DEFAULT snowflake_nextval(), are "
+                               "converted; set DEFAULT snowflake_nextval() on a bigint column "
+                               "that holds Snowflake ids with ALTER TABLE first.")
+                     : errhint("Only serial, bigserial, DEFAULT nextval(...) and identity columns "
+                               "are converted; set DEFAULT snowflake_nextval() on other columns "
+                               "with ALTER TABLE.")));
     }
     if (run_query(kKeyConstraintQuery, 2, types, arguments, true) == 0) {
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -1163,12 +1299,24 @@ KeyFacts read_key(Oid relation, const char *column, AttrNumber *attnum) {
     return key;
 }
 
+// The ALTER TABLE that changes a column to the target type, as its table's owner. To snowflake it
+// casts each value through the type's checking cast, so PostgreSQL rewrites the table and its
+// indexes whatever the old type (doc/design.md "The conversion").
+void retype_column(Oid relation, const char *column, const KeyPaths &paths,
+                   const char *extension_schema) {
+    alter_as_owner(relation,
+                   psprintf("ALTER TABLE %s ALTER COLUMN %s TYPE %s", table_text(relation),
+                            quote_identifier(column),
+                            to_snowflake(paths) ? psprintf("%s.snowflake", extension_schema)
+                                                : "pg_catalog.int8"));
+}
+
 // The changes, once every check passed: the key's feed, its type and its new default, the
 // serial's own sequence, then every other column that holds the key's values. A widened column's
 // CHECK constraints could only be judged on bigint, so they are judged right after the widening;
 // an error there still undoes everything.
 void convert_key(Tuplestorestate *store, TupleDesc tupdesc, Oid relation, const char *column,
-                 const KeyFacts &key, const Root *roots, int root_count,
+                 const KeyFacts &key, const KeyPaths &paths, const Root *roots, int root_count,
                  const char *extension_schema, int64 new_id) {
     const char *table = table_text(relation);
     const char *quoted_column = quote_identifier(column);
@@ -1181,25 +1329,36 @@ void convert_key(Tuplestorestate *store, TupleDesc tupdesc, Oid relation, const 
         alter_as_owner(relation, psprintf("ALTER TABLE %s ALTER COLUMN %s DROP IDENTITY", table,
                                           quoted_column));
         add_row(store, tupdesc, key.column_text, change);
-    } else {
+    } else if (!key.fed_by_snowflake_nextval) {
         sequence = owned_sequence(relation, column);
         alter_as_owner(relation, psprintf("ALTER TABLE %s ALTER COLUMN %s DROP DEFAULT", table,
                                           quoted_column));
         add_row(store, tupdesc, key.column_text,
                 psprintf("default %s removed", key.default_expression));
     }
-    if (key.type != INT8OID) {
-        alter_as_owner(relation, psprintf("ALTER TABLE %s ALTER COLUMN %s TYPE pg_catalog.int8",
-                                          table, quoted_column));
-        refuse_unfit_tree(relation, column, new_id);
+    if (key.type != paths.target) {
+        retype_column(relation, column, paths, extension_schema);
+        if (is_small_integer(key.type)) {
+            refuse_unfit_tree(relation, column, new_id);
+        }
         add_row(store, tupdesc, key.column_text,
-                psprintf("%s widened to bigint (the table and its indexes were rewritten)",
-                         format_type_be(key.type)));
+                to_snowflake(paths)
+                    ? psprintf("%s changed to snowflake (the table and its indexes were "
+                               "rewritten)",
+                               format_type_be(key.type))
+                    : psprintf("%s widened to bigint (the table and its indexes were rewritten)",
+                               format_type_be(key.type)));
+    } else if (to_snowflake(paths)) {
+        add_row(store, tupdesc, key.column_text, "left as snowflake (not rewritten)");
     }
-    alter_as_owner(relation, psprintf("ALTER TABLE %s ALTER COLUMN %s SET DEFAULT "
-                                      "%s.snowflake_nextval()",
-                                      table, quoted_column, extension_schema));
-    add_row(store, tupdesc, key.column_text, "default set to snowflake_nextval()");
+    if (key.fed_by_snowflake_nextval) {
+        add_row(store, tupdesc, key.column_text, "default snowflake_nextval() kept");
+    } else {
+        alter_as_owner(relation, psprintf("ALTER TABLE %s ALTER COLUMN %s SET DEFAULT "
+                                          "%s.snowflake_nextval()",
+                                          table, quoted_column, extension_schema));
+        add_row(store, tupdesc, key.column_text, "default set to snowflake_nextval()");
+    }
     if (OidIsValid(sequence)) {
         const char *users = sequence_users(sequence);
         const char *sequence_text = table_text(sequence);
@@ -1214,33 +1373,43 @@ void convert_key(Tuplestorestate *store, TupleDesc tupdesc, Oid relation, const 
     for (int i = 0; i < root_count; i++) {
         const Root &root = roots[i];
         const char *root_column = get_attname(root.relation, root.attnum, false);
-        if (is_small_integer(root.type)) {
-            alter_as_owner(root.relation,
-                           psprintf("ALTER TABLE %s ALTER COLUMN %s TYPE pg_catalog.int8",
-                                    table_text(root.relation), quote_identifier(root_column)));
-            refuse_unfit_tree(root.relation, root_column, new_id);
+        const bool retyped =
+            is_small_integer(root.type) || (to_snowflake(paths) && root.type == INT8OID);
+        if (!retyped) {
+            // The snowflake type by its name alone, as the other rows name it.
+            const char *type_name =
+                root.type == paths.snowflake_type ? "snowflake" : format_type_be(root.type);
             add_row(store, tupdesc, root.text,
-                    psprintf("%s widened to bigint (referencing through %s; the table was "
-                             "rewritten)",
-                             format_type_be(root.type), root.through));
-        } else {
-            add_row(store, tupdesc, root.text,
-                    psprintf("left as %s (referencing through %s)", format_type_be(root.type),
-                             root.through));
+                    to_snowflake(paths)
+                        ? psprintf("left as %s (referencing through %s; not rewritten)", type_name,
+                                   root.through)
+                        : psprintf("left as %s (referencing through %s)", type_name, root.through));
+            continue;
         }
+        retype_column(root.relation, root_column, paths, extension_schema);
+        if (is_small_integer(root.type)) {
+            refuse_unfit_tree(root.relation, root_column, new_id);
+        }
+        add_row(store, tupdesc, root.text,
+                to_snowflake(paths)
+                    ? psprintf("%s changed to snowflake (referencing through %s; the table and "
+                               "its indexes were rewritten)",
+                               format_type_be(root.type), root.through)
+                    : psprintf("%s widened to bigint (referencing through %s; the table was "
+                               "rewritten)",
+                               format_type_be(root.type), root.through));
     }
 }
 
-}  // namespace
+// The type's oid in the extension's schema, or InvalidOid (before version 1.6).
+Oid extension_type(Oid extension_namespace, const char *name) {
+    return GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum(name),
+                           ObjectIdGetDatum(extension_namespace));
+}
 
-// The driver of the conversion, in C so that each table is altered and judged as its owner in a
-// security-restricted operation (doc/design.md "The conversion").
-extern "C" Datum snowflake_convert_column(PG_FUNCTION_ARGS) {
-    if (PG_ARGISNULL(0) || PG_ARGISNULL(1)) {
-        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-                        errmsg("snowflake_convert_column() needs a table and a column"),
-                        errhint("Call it as snowflake_convert_column('orders', 'id').")));
-    }
+// The conversion to the target type, bigint or snowflake, shared by both SQL functions; the
+// arguments are checked for NULL by the caller.
+Datum convert_column(FunctionCallInfo fcinfo, Oid target) {
     // The conversion must see the tables as they are once its locks are held; ALTER TABLE itself
     // reads some of the catalog with the transaction's snapshot, and fails on a foreign key newer
     // than it.
@@ -1271,19 +1440,32 @@ extern "C" Datum snowflake_convert_column(PG_FUNCTION_ARGS) {
     if (extension_schema == nullptr) {
         elog(ERROR, "snowflake: the extension is not installed in this database");
     }
+    bool is_null = true;
+    const Oid extension_namespace =
+        DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &is_null));
+    const Oid snowflake_type = extension_type(extension_namespace, "snowflake");
+    if (target != INT8OID && (!OidIsValid(target) || target != snowflake_type)) {
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("snowflake_convert_column() converts to bigint or snowflake, not %s",
+                               OidIsValid(target) ? format_type_be(target) : "-"),
+                        errhint("Pass 'bigint' or 'snowflake' (the extension's type) as the third "
+                                "argument.")));
+    }
     // One id first: it refuses, with what to do, when the library is not preloaded, a node id is
     // unset, the server is a standby or the clock is behind; then no new id could be made. It is
     // also the new id that every table on the key's paths must be able to take.
     run_query(psprintf("SELECT %s.snowflake_nextval()", extension_schema), 0, nullptr, nullptr,
               false);
-    bool is_null = true;
     const int64 new_id =
         DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &is_null));
 
     lock_table(relation);
     AttrNumber attnum = InvalidAttrNumber;
-    const KeyFacts key = read_key(relation, column, &attnum);
-    const KeyPaths paths = follow_key(relation, attnum);
+    const KeyFacts key =
+        read_key(relation, column, &attnum, target, snowflake_type, extension_namespace);
+    KeyPaths paths = follow_key(relation, attnum);
+    paths.target = target;
+    paths.snowflake_type = snowflake_type;
     refuse_mixed_owners(paths, key.column_text);
     refuse_outgoing_keys(paths, key.column_text);
     refuse_foreign_tables_and_other_parents(paths, key.column_text);
@@ -1292,6 +1474,11 @@ extern "C" Datum snowflake_convert_column(PG_FUNCTION_ARGS) {
     refuse_views_and_policies(paths, key.column_text);
     refuse_shared_identity(relation, column, key);
     refuse_keys_out_of_range(relation, column, key, extension_schema);
+    int root_count = 0;
+    const Root *roots = referencing_roots(paths, &root_count);
+    if (to_snowflake(paths)) {
+        refuse_negative_values(roots, root_count, key.column_text);
+    }
     // The trees whose columns are already bigint are judged before anything changes.
     for (int i = 0; i < paths.count; i++) {
         const KeyColumn &path = paths.columns[i];
@@ -1299,10 +1486,33 @@ extern "C" Datum snowflake_convert_column(PG_FUNCTION_ARGS) {
             refuse_unfit_tree(path.root, get_attname(path.root, path.root_attnum, false), new_id);
         }
     }
-    int root_count = 0;
-    const Root *roots = referencing_roots(paths, &root_count);
-    convert_key(store, tupdesc, relation, column, key, roots, root_count, extension_schema, new_id);
+    convert_key(store, tupdesc, relation, column, key, paths, roots, root_count, extension_schema,
+                new_id);
     SPI_finish();
     AtEOXact_GUC(true, guc_nest_level);
     return static_cast<Datum>(0);
+}
+
+}  // namespace
+
+// The driver of the conversion to bigint (version 1.5), in C so that each table is altered and
+// judged as its owner in a security-restricted operation (doc/design.md "The conversion").
+extern "C" Datum snowflake_convert_column(PG_FUNCTION_ARGS) {
+    if (PG_ARGISNULL(0) || PG_ARGISNULL(1)) {
+        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+                        errmsg("snowflake_convert_column() needs a table and a column"),
+                        errhint("Call it as snowflake_convert_column('orders', 'id').")));
+    }
+    return convert_column(fcinfo, INT8OID);
+}
+
+// The conversion to a chosen type, bigint or snowflake (version 1.6).
+extern "C" Datum snowflake_convert_column_to_type(PG_FUNCTION_ARGS) {
+    if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2)) {
+        ereport(ERROR,
+                (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+                 errmsg("snowflake_convert_column() needs a table, a column and a type"),
+                 errhint("Call it as snowflake_convert_column('orders', 'id', 'snowflake').")));
+    }
+    return convert_column(fcinfo, PG_GETARG_OID(2));
 }

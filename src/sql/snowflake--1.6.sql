@@ -722,3 +722,16 @@ CREATE AGGREGATE max(snowflake) (
 );
 COMMENT ON AGGREGATE min(snowflake) IS 'The smallest snowflake value (the oldest id)';
 COMMENT ON AGGREGATE max(snowflake) IS 'The largest snowflake value (the newest id)';
+
+-- Converting a key to the snowflake type ---------------------------------------------------------
+-- The conversion of 1.5 with the type to convert to: bigint (what the two-argument call does) or
+-- snowflake, which also takes a bigint key that already holds Snowflake ids (DEFAULT
+-- snowflake_nextval()) and changes it and every column its values reach to the type; PostgreSQL
+-- rewrites each such table, since the cast checks every value (doc/design.md "The conversion").
+-- VOLATILE, PARALLEL UNSAFE, CALLED ON NULL INPUT and for PUBLIC, as the two-argument call.
+CREATE FUNCTION snowflake_convert_column("table" regclass, "column" name, "type" regtype)
+RETURNS TABLE (object text, change text)
+    AS 'MODULE_PATHNAME', 'snowflake_convert_column_to_type'
+    LANGUAGE C VOLATILE CALLED ON NULL INPUT;
+COMMENT ON FUNCTION snowflake_convert_column(regclass, name, regtype) IS
+    'Converts a key to the type, bigint or snowflake: a smallint, integer or bigint key fed by a sequence or an identity, or (to snowflake) a bigint key with DEFAULT snowflake_nextval(), with every column its values reach (foreign keys, partitions, inheritance children, chains of keys), each table altered as its owner, in the caller''s transaction; returns each change made, and which tables were rewritten';
