@@ -1,8 +1,9 @@
 -- The complete install script of the current version (snowflake--1.6.sql) and the update scripts
 -- from 1.0 through every version are different files: both must end with the same objects,
--- definitions, comments, grants and composite types, or one of them is wrong.
-CREATE EXTENSION IF NOT EXISTS snowflake;
-DROP EXTENSION snowflake;
+-- definitions, comments, grants and composite types, or one of them is wrong. In a database of
+-- its own, where no table of the other tests depends on the extension.
+CREATE DATABASE snowflake_install;
+\c snowflake_install
 CREATE EXTENSION snowflake;
 SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
 
@@ -63,3 +64,5 @@ UNION ALL
 
 DROP EXTENSION snowflake;
 CREATE EXTENSION snowflake;
+\c contrib_regression
+DROP DATABASE snowflake_install;
