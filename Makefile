@@ -21,6 +21,7 @@ OBJS = \
 	src/pg/generate.o \
 	src/pg/id_type.o \
 	src/pg/keys_floor.o \
+	src/pg/library_objects.o \
 	src/pg/module.o \
 	src/pg/peer_query.o \
 	src/pg/restored_copy.o \

@@ -5,9 +5,9 @@
 // after the start fixes (core/key_floor.hpp says which), read from every column that may hold
 // keys: one whose default calls it (its own default, its type's, or an ancestor's, since
 // partitions, sub-partitions and inheritance children take their keys from their parent) and
-// every bigint column that leads a btree index (a table keeps its keys when its default goes). A
-// file in the data directory keeps the check armed across restarts until every database that
-// takes connections has been checked in one run.
+// every bigint or snowflake column that leads a btree index (a table keeps its keys when its
+// default goes). A file in the data directory keeps the check armed across restarts until every
+// database that takes connections has been checked in one run.
 // doc/operations.md "Upgrading PostgreSQL" and "Guarantees" say what it covers and why.
 //
 // The keys are read without the planner or the executor: an index scan of a btree index led by
@@ -40,6 +40,7 @@ extern "C" {
 #include "catalog/pg_index.h"
 #include "catalog/pg_opfamily.h"
 #include "catalog/pg_type.h"
+#include "commands/defrem.h"
 #include "executor/tuptable.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -49,7 +50,6 @@ extern "C" {
 #include "storage/lmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -66,6 +66,7 @@ extern "C" {
 #include "pg/compat.hpp"
 #include "pg/durable_mark.hpp"
 #include "pg/keys_floor.hpp"
+#include "pg/library_objects.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
 
@@ -82,12 +83,14 @@ constexpr long kLockWaitBudgetMs = 1000;
 // pair, to report: enough for any real table, and a bound on what a table of others' keys costs.
 constexpr int kKeysBeyondWindowLooked = 1000;
 
-// The columns that may hold keys, each as a table and its attribute number: a bigint column (or a
-// domain over bigint, checked once the table is locked) whose default calls snowflake_nextval()
-// (its own default, its type's, or an ancestor's, down every level of partitions and inheritance
-// children), and every column that leads a btree index, since a table keeps its keys when its
-// default goes (a detached partition, a default dropped or set elsewhere). A foreign table lives
-// elsewhere and another session's temporary table cannot be read. Run with search_path pinned.
+// The columns that may hold keys, each as a table and its attribute number: a column whose
+// default calls snowflake_nextval() (its own default, its type's, or an ancestor's, down every
+// level of partitions and inheritance children; a snowflake column's default calls it inside the
+// assignment cast, and pg_depend records every function a default calls), and every column that
+// leads a btree index, since a table keeps its keys when its default goes (a detached partition, a
+// default dropped or set elsewhere). Whether the column is a bigint or a snowflake (or a domain
+// over either) is checked once the table is locked. A foreign table lives elsewhere and another
+// session's temporary table cannot be read. Run with search_path pinned.
 constexpr char kKeyColumnsQuery[] =
     "WITH RECURSIVE key_column (relid, attname) AS ("
     " SELECT def.adrelid, a.attname FROM pg_catalog.pg_depend AS dep"
@@ -200,6 +203,10 @@ bool lock_within_budget(Oid relation, TimestampTz budget_end) {
 struct KeyProbe {
     MemoryContext result_context;
     TimestampTz lock_budget_end;
+    // The snowflake type of this installation and its default btree family, or InvalidOid before
+    // version 1.6.
+    Oid id_type;
+    Oid id_type_family;
     int columns;
     int64 highest_key;       // of this server's pair in the window, or -1
     const char *key_source;  // where it is stored: column, table and database
@@ -241,11 +248,12 @@ bool own_key(Datum value, bool is_null, const snowflake::KeyWindow &window) {
 }
 
 // A btree index whose first column is the key itself, usable to read the key range: valid, with
-// no predicate, ascending, of the integer operator family (so that its order is bigint's and its
-// comparisons are PostgreSQL's own). Returned locked and open, or null; *locked_out is set when
-// such an index stays locked past the budget.
-Relation open_key_index(Relation table, AttrNumber column, TimestampTz budget_end,
-                        bool *locked_out) {
+// no predicate, ascending, of the integer operator family or the snowflake type's (so that its
+// order is bigint's and its comparisons are PostgreSQL's own or the extension's over bigint's
+// code; a role's own family is neither). Returned locked and open, or null; *locked_out is set
+// when such an index stays locked past the budget.
+Relation open_key_index(Relation table, AttrNumber column, Oid id_type_family,
+                        TimestampTz budget_end, bool *locked_out) {
     List *indexes = RelationGetIndexList(table);
     ListCell *cell;
     foreach (cell, indexes) {
@@ -259,7 +267,8 @@ Relation open_key_index(Relation table, AttrNumber column, TimestampTz budget_en
         if (index->rd_rel->relam == BTREE_AM_OID && form->indisvalid && form->indnkeyatts >= 1 &&
             form->indkey.values[0] == column &&
             heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, nullptr) &&
-            index->rd_opfamily[0] == INTEGER_BTREE_FAM_OID &&
+            (index->rd_opfamily[0] == INTEGER_BTREE_FAM_OID ||
+             (OidIsValid(id_type_family) && index->rd_opfamily[0] == id_type_family)) &&
             (index->rd_indoption[0] & INDOPTION_DESC) == 0) {
             return index;
         }
@@ -268,16 +277,30 @@ Relation open_key_index(Relation table, AttrNumber column, TimestampTz budget_en
     return nullptr;
 }
 
+// The comparison of the index's own operator family for its column's type, so that the scan
+// orders keys as the index does: bigint's order in either family that open_key_index takes.
+RegProcedure index_comparison(Relation index, StrategyNumber strategy) {
+    const Oid type = index->rd_opcintype[0];
+    const Oid comparison = get_opfamily_member(index->rd_opfamily[0], type, type, strategy);
+    if (!OidIsValid(comparison)) {
+        elog(ERROR, "snowflake: operator family %u has no operator of strategy %d for type %u",
+             index->rd_opfamily[0], strategy, type);
+    }
+    return get_opcode(comparison);
+}
+
 // Walks the index from the top of a key range down to the first key of this server's pair,
 // looking at no more than limit keys (0: no limit).
 int64 highest_own_key_in_index(Relation table, Relation index, AttrNumber column,
                                const snowflake::KeyWindow &window, StrategyNumber lower_strategy,
-                               RegProcedure lower_procedure, int64 lower, int64 upper, int limit) {
+                               int64 lower, int64 upper, int limit) {
     SnapshotData dirty;
     InitDirtySnapshot(dirty);
     ScanKeyData keys[2];
-    ScanKeyInit(&keys[0], 1, lower_strategy, lower_procedure, Int64GetDatum(lower));
-    ScanKeyInit(&keys[1], 1, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(upper));
+    ScanKeyInit(&keys[0], 1, lower_strategy, index_comparison(index, lower_strategy),
+                Int64GetDatum(lower));
+    ScanKeyInit(&keys[1], 1, BTLessEqualStrategyNumber,
+                index_comparison(index, BTLessEqualStrategyNumber), Int64GetDatum(upper));
     IndexScanDesc scan = snowflake_index_beginscan(table, index, &dirty, 2);
     index_rescan(scan, keys, 2, nullptr, 0);
     TupleTableSlot *slot = table_slot_create(table, nullptr);
@@ -338,7 +361,8 @@ void note_locked_out(KeyProbe *probe, Oid table) {
 }
 
 // Reads one column's keys of this server's pair, the table locked only meanwhile. A table
-// dropped since the listing is skipped, and so is a column dropped or no longer a bigint.
+// dropped since the listing is skipped, and so is a column dropped or of any type but bigint or
+// snowflake (or a domain over either).
 void probe_column(Oid table_oid, AttrNumber column, const snowflake::KeyWindow &window,
                   int64 now_unix_ms, KeyProbe *probe) {
     if (!lock_within_budget(table_oid, probe->lock_budget_end)) {
@@ -351,8 +375,12 @@ void probe_column(Oid table_oid, AttrNumber column, const snowflake::KeyWindow &
         return;
     }
     const TupleDesc descriptor = RelationGetDescr(table);
-    if (column > descriptor->natts || TupleDescAttr(descriptor, column - 1)->attisdropped ||
-        getBaseType(TupleDescAttr(descriptor, column - 1)->atttypid) != INT8OID) {
+    if (column > descriptor->natts || TupleDescAttr(descriptor, column - 1)->attisdropped) {
+        relation_close(table, AccessShareLock);
+        return;
+    }
+    const Oid key_type = getBaseType(TupleDescAttr(descriptor, column - 1)->atttypid);
+    if (key_type != INT8OID && (!OidIsValid(probe->id_type) || key_type != probe->id_type)) {
         relation_close(table, AccessShareLock);
         return;
     }
@@ -366,15 +394,16 @@ void probe_column(Oid table_oid, AttrNumber column, const snowflake::KeyWindow &
                                  const_cast<char *>(table_name)};
     error_context_stack = &context;
     bool index_locked_out = false;
-    Relation index = open_key_index(table, column, probe->lock_budget_end, &index_locked_out);
+    Relation index = open_key_index(table, column, probe->id_type_family, probe->lock_budget_end,
+                                    &index_locked_out);
     ColumnKeys found{-1, -1};
     if (index != nullptr) {
         found.in_window =
             highest_own_key_in_index(table, index, column, window, BTGreaterEqualStrategyNumber,
-                                     F_INT8GE, window.lowest_id, window.highest_id, 0);
+                                     window.lowest_id, window.highest_id, 0);
         if (window.highest_id < snowflake::kMaxId) {
             found.beyond_window = highest_own_key_in_index(
-                table, index, column, window, BTGreaterStrategyNumber, F_INT8GT, window.highest_id,
+                table, index, column, window, BTGreaterStrategyNumber, window.highest_id,
                 snowflake::kMaxId, kKeysBeyondWindowLooked);
         }
         index_close(index, AccessShareLock);
@@ -401,6 +430,12 @@ KeyProbe probe_keys(Oid nextval_oid, const snowflake::KeyWindow &window, int64 n
     probe.result_context = CurrentMemoryContext;
     probe.lock_budget_end = GetCurrentTimestamp() + kLockWaitBudgetMs * 1000;
     probe.highest_key = -1;
+    probe.id_type = snowflake_id_type_beside(nextval_oid);
+    const Oid id_type_class =
+        OidIsValid(probe.id_type) ? GetDefaultOpClass(probe.id_type, BTREE_AM_OID) : InvalidOid;
+    if (OidIsValid(id_type_class)) {
+        probe.id_type_family = get_opclass_family(id_type_class);
+    }
     SPI_connect();
     Oid oid_type[1] = {OIDOID};
     Datum nextval_argument[1] = {ObjectIdGetDatum(nextval_oid)};

@@ -28,10 +28,8 @@
 extern "C" {
 #include "postgres.h"
 
-#include "access/htup_details.h"
 #include "access/stratnum.h"
 #include "catalog/pg_am.h"
-#include "catalog/pg_language.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "utils/acl.h"
@@ -54,6 +52,7 @@ extern "C" {
 #include "core/codec.hpp"
 #include "core/layout.hpp"
 #include "pg/compat.hpp"
+#include "pg/library_objects.hpp"
 #include "pg/settings.hpp"
 #include "pg/time_predicates.hpp"
 
@@ -109,59 +108,17 @@ bool extension_installed() {
     return extension_presence == ExtensionPresence::kPresent;
 }
 
-// The library as the extension's scripts name it (module_pathname in snowflake.control).
-constexpr char kLibraryPath[] = "$libdir/snowflake";
-
-// Whether a function is the C function of this library with that symbol: a function of another
-// library with the same symbol, or a wrapper in another language, is not.
-bool is_library_function(Oid function, const char *symbol) {
-    HeapTuple tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(function));
-    if (!HeapTupleIsValid(tuple)) {
-        return false;
-    }
-    bool matches = false;
-    if (reinterpret_cast<Form_pg_proc>(GETSTRUCT(tuple))->prolang == ClanguageId) {
-        bool source_is_null = true;
-        bool library_is_null = true;
-        const Datum source = SysCacheGetAttr(PROCOID, tuple, Anum_pg_proc_prosrc, &source_is_null);
-        const Datum library =
-            SysCacheGetAttr(PROCOID, tuple, Anum_pg_proc_probin, &library_is_null);
-        matches = !source_is_null && !library_is_null &&
-                  strcmp(TextDatumGetCString(source), symbol) == 0 &&
-                  strcmp(TextDatumGetCString(library), kLibraryPath) == 0;
-    }
-    ReleaseSysCache(tuple);
-    return matches;
-}
-
 // The range helper of the same installation (same schema) as snowflake_timestamp.
 Oid helper_beside(Oid timestamp_function, const char *name) {
     const Oid argument_type = TIMESTAMPTZOID;
     char *schema = get_namespace_name(get_func_namespace(timestamp_function));
     const Oid helper = LookupFuncName(list_of(makeString(schema), makeString(pstrdup(name))), 1,
                                       &argument_type, true);
-    return OidIsValid(helper) && is_library_function(helper, name) ? helper : InvalidOid;
+    return OidIsValid(helper) && snowflake_is_library_function(helper, name) ? helper : InvalidOid;
 }
 
 Oid default_btree_family(Oid type) {
     return get_opclass_family(GetDefaultOpClass(type, BTREE_AM_OID));
-}
-
-// The snowflake type of the same installation, recognised by its input function, since before
-// 1.6 a role may have made a type of that name in the extension's schema.
-Oid id_type_beside(Oid timestamp_function) {
-    const Oid type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum("snowflake"),
-                                     ObjectIdGetDatum(get_func_namespace(timestamp_function)));
-    if (!OidIsValid(type)) {
-        return InvalidOid;
-    }
-    HeapTuple tuple = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
-    if (!HeapTupleIsValid(tuple)) {
-        return InvalidOid;
-    }
-    const Oid input = reinterpret_cast<Form_pg_type>(GETSTRUCT(tuple))->typinput;
-    ReleaseSysCache(tuple);
-    return is_library_function(input, "snowflake_in") ? type : InvalidOid;
 }
 
 // Recognises a call of snowflake_timestamp, however it was named in the query.
@@ -169,7 +126,7 @@ bool is_snowflake_timestamp(Oid function) {
     if (function == known_functions.timestamp) {
         return true;
     }
-    if (!is_library_function(function, "snowflake_timestamp")) {
+    if (!snowflake_is_library_function(function, "snowflake_timestamp")) {
         return false;
     }
     ExtensionFunctions found;
@@ -179,7 +136,7 @@ bool is_snowflake_timestamp(Oid function) {
     if (!OidIsValid(found.min_id) || !OidIsValid(found.max_id)) {
         return false;
     }
-    found.id_type = id_type_beside(function);
+    found.id_type = snowflake_id_type_beside(function);
     if (OidIsValid(found.id_type)) {
         found.id_type_family = default_btree_family(found.id_type);
     }

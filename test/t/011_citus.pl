@@ -3,7 +3,10 @@
 # pair, and one distributed table keyed by DEFAULT snowflake_nextval(). Rows go in through the
 # coordinator (single rows and INSERT ... SELECT) and directly on each worker; every id is unique
 # and carries the machine id of the node that evaluated the default. A snowflake_timestamp(id)
-# predicate reaches the shards and is answered by their primary keys.
+# predicate reaches the shards and is answered by their primary keys. A second distributed table
+# has the snowflake type as its distribution column: its rows get their ids from the default, a
+# lookup by id goes to one shard, row_to_json writes the id as a string, and a reference table's
+# bigint column joins it.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -86,6 +89,50 @@ like($plan, qr/Index Cond: \(\(?id >= '\d+'::bigint\)?/,
 is( $coordinator->safe_psql('postgres',
         "SELECT count(*) > 0 FROM events WHERE snowflake_timestamp(id) >= '$last_instant'"),
     't', 'and the rows of that instant are found');
+
+# Citus hashes the snowflake type with its own hash function, bigint's.
+$coordinator->safe_psql('postgres', q(
+CREATE TABLE typed_events (id snowflake PRIMARY KEY DEFAULT snowflake_nextval(),
+                           origin text NOT NULL);
+SELECT create_distributed_table('typed_events', 'id', shard_count := 32);
+CREATE TABLE typed_notes (event_id bigint NOT NULL, note text NOT NULL);
+SELECT create_reference_table('typed_notes');
+DO $$
+BEGIN
+    FOR i IN 1 .. 100 LOOP
+        INSERT INTO typed_events (origin) VALUES ('single row');
+    END LOOP;
+END
+$$;
+INSERT INTO typed_events (origin) SELECT 'INSERT ... SELECT' FROM generate_series(1, 10000);
+));
+is( $coordinator->safe_psql('postgres', q(
+SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || pg_typeof(min(id)) || ' '
+    || string_agg(DISTINCT snowflake_machine_id(id)::text, '/')
+FROM typed_events)),
+    '10100 10100 snowflake 1',
+    'the default fills the snowflake distribution column with distinct ids of the coordinator');
+is( $coordinator->safe_psql('postgres', q(
+SELECT count(*) FILTER (WHERE result::integer > 0) || ' of ' || count(*)
+FROM run_command_on_shards('typed_events', 'SELECT count(*) FROM %s'))),
+    '32 of 32', 'the rows are spread over every shard');
+my $an_id = $coordinator->safe_psql('postgres',
+    'SELECT id FROM typed_events ORDER BY id LIMIT 1 OFFSET 77');
+like($coordinator->safe_psql('postgres',
+        "EXPLAIN (COSTS OFF) SELECT * FROM typed_events WHERE id = $an_id"),
+    qr/Task Count: 1\n/, 'a lookup by id is routed to one shard');
+is( $coordinator->safe_psql('postgres',
+        "SELECT row_to_json(e)::text FROM typed_events e WHERE id = $an_id"),
+    qq({"id":"$an_id","origin":"single row"}), 'row_to_json of the row writes the id as a string');
+$coordinator->safe_psql('postgres', q(
+INSERT INTO typed_notes SELECT id, 'noted' FROM typed_events WHERE id % 10 = 3;
+INSERT INTO typed_notes VALUES (1, 'no such event')));
+is( $coordinator->safe_psql('postgres', q(
+SELECT count(*) || ' ' || bool_and(n.event_id = e.id)
+FROM typed_events e JOIN typed_notes n ON n.event_id = e.id)),
+    $coordinator->safe_psql('postgres',
+        "SELECT count(*) - 1 || ' true' FROM typed_notes"),
+    "a reference table's bigint column joins the snowflake distribution column");
 
 $_->stop for values %node;
 done_testing();

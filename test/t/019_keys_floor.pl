@@ -4,7 +4,9 @@
 # without a setting, an attached partition and sub-partitions without a default of their own, an
 # inheritance child, a domain's default, a table whose owner revoked its own privileges, a table
 # with a trap in an index expression and a trigger; keys of another node pair, a key a day ahead,
-# a table kept locked; and the way back from a key that holds generation back.
+# a table kept locked; tables keyed by the snowflake type (its own default through the assignment
+# cast, a domain over it, a partitioned table, a column with only an index) and a role's own type
+# named snowflake; and the way back from a key that holds generation back.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -110,6 +112,20 @@ CREATE DOMAIN outer_domain AS key_domain;
 CREATE TABLE "domain of a domain" (id outer_domain);
 
 CREATE TABLE others (id bigint PRIMARY KEY DEFAULT snowflake_nextval());
+
+-- Keyed by the snowflake type: a default that calls snowflake_nextval() inside the assignment
+-- cast, a partitioned table whose partitions take the parent's, a domain's default, and a column
+-- with no default but an index of the type's operator family.
+CREATE TABLE typed (id snowflake PRIMARY KEY DEFAULT snowflake_nextval(), note text);
+CREATE TABLE typed_events (id snowflake NOT NULL DEFAULT snowflake_nextval(), note text)
+    PARTITION BY RANGE (id);
+CREATE TABLE typed_events_early PARTITION OF typed_events FOR VALUES FROM (0) TO ($late_bound);
+CREATE TABLE typed_events_late PARTITION OF typed_events
+    FOR VALUES FROM ($late_bound) TO (MAXVALUE);
+CREATE DOMAIN typed_domain AS snowflake DEFAULT snowflake_nextval();
+CREATE TABLE "typed domain keyed" (id typed_domain PRIMARY KEY);
+CREATE TABLE typed_indexed (id snowflake, note text);
+CREATE INDEX typed_indexed_id ON typed_indexed (id);
 ));
 
 # Ordinary keys in every table, issued by the generator.
@@ -125,11 +141,19 @@ INSERT INTO "domain keyed" (x) SELECT 1 FROM generate_series(1, 1000);
 INSERT INTO revoked SELECT FROM generate_series(1, 1000);
 INSERT INTO hostile (v) SELECT 1 FROM generate_series(1, 1000);
 INSERT INTO folded (v) SELECT 1 FROM generate_series(1, 1000);
+INSERT INTO typed (note) SELECT 'issued' FROM generate_series(1, 1000);
+INSERT INTO typed_events (note) SELECT 'issued' FROM generate_series(1, 1000);
+INSERT INTO "typed domain keyed" SELECT FROM generate_series(1, 1000);
+INSERT INTO typed_indexed SELECT snowflake_nextval(), 'issued' FROM generate_series(1, 1000);
 ));
 
 # Keys of this server's pair written by hand ahead of the clock, one layout each: each must hold
 # generation back in turn. Tenant b's row is hidden from alice by her own policy.
 my @layouts = (
+    [qw(typed_indexed typed_indexed 613)],
+    ['typed domain keyed', '"Odd Schema"."typed domain keyed"', 612],
+    [qw(typed_events_late typed_events 611)],
+    [qw(typed typed 610)],
     ['domain of a domain', '"Odd Schema"."domain of a domain"', 609],
     [qw(detached parted 608)],
     [qw(hostile hostile 607)],
@@ -170,6 +194,10 @@ INSERT INTO hostile VALUES ($key_of{hostile}, 1);
 INSERT INTO parted VALUES ($key_of{detached});
 ALTER TABLE parted DETACH PARTITION detached;
 INSERT INTO "domain of a domain" VALUES ($key_of{'domain of a domain'});
+INSERT INTO typed VALUES ($key_of{typed}, 'by hand');
+INSERT INTO typed_events VALUES ($key_of{typed_events_late}, 'by hand');
+INSERT INTO "typed domain keyed" VALUES ($key_of{'typed domain keyed'});
+INSERT INTO typed_indexed VALUES ($key_of{typed_indexed}, 'by hand');
 -- Another pair's keys, ahead of the clock and far ahead: they can never equal this server's ids.
 INSERT INTO others VALUES (snowflake_encode(now() + interval '5 minutes', 9, 9, 0)),
     (snowflake_encode(now() + interval '30 days', 9, 9, 0));
@@ -196,6 +224,15 @@ sub restart {
     return $offset;
 }
 
+# The scans of the indexes of the snowflake type's family, which the first read after the start
+# walks rather than reading their tables whole.
+sub typed_index_scans {
+    return $node->safe_psql('postgres', q(
+SELECT sum(idx_scan) FROM pg_stat_user_indexes
+WHERE indexrelid IN ('"Odd Schema".typed_pkey'::regclass, '"Odd Schema".typed_indexed_id'::regclass)));
+}
+my $typed_scans_before = typed_index_scans();
+
 my $offset = restart(1);
 for my $layout (@layouts) {
     my ($table) = @$layout;
@@ -208,6 +245,11 @@ for my $layout (@layouts) {
         "the message names the key and its table, $table");
     like($error, qr/HINT:  .*give the row another key or delete it, then restart the server/,
         'the hint gives the way back');
+    if ($table eq 'typed_indexed') {
+        # typed and typed_indexed, each in and beyond the window.
+        cmp_ok(typed_index_scans() - $typed_scans_before, '>=', 4,
+            "the read walked the snowflake type's indexes");
+    }
     # The way back: the row goes, the server restarts.
     $node->safe_psql('postgres',
         qq(DELETE FROM "Odd Schema"."$table" WHERE id = $key));
@@ -245,6 +287,23 @@ SELECT count(*) FROM "Odd Schema"."tenant rows" WHERE tenant = 'a' AND id > $old
 is($node->safe_psql('postgres',
         'SELECT count(*) - count(DISTINCT id) FROM "Odd Schema"."tenant rows"'),
     '0', 'no id was issued twice');
+
+# The same with keys of a snowflake column: the first new id is above them.
+$node->safe_psql('postgres', q(
+SET ROLE alice; INSERT INTO "Odd Schema".typed (note) SELECT 'before' FROM generate_series(1, 5000)));
+my $typed_max = $node->safe_psql('postgres', 'SELECT max(id) FROM "Odd Schema".typed');
+set_clock_offset($clock_file, '-30');
+restart(1);
+like(error_of($node, q(SET ROLE alice;
+INSERT INTO "Odd Schema".typed (note) SELECT 'after' FROM generate_series(1, 100))),
+    qr/55000: a stored key holds Snowflake id generation back.*\n.*key $typed_max of column id of table "Odd Schema"\.typed /,
+    'the keys of a snowflake column hold generation back');
+set_clock_offset($clock_file, '+0');
+$node->safe_psql('postgres', q(
+SET ROLE alice; INSERT INTO "Odd Schema".typed (note) SELECT 'after' FROM generate_series(1, 5000)));
+is($node->safe_psql('postgres', qq(
+SELECT min(id) > $typed_max, count(*) FROM "Odd Schema".typed WHERE note = 'after')),
+    't|5000', 'once the clock passes them, every new id is above them');
 
 # Tables and an index their owner keeps locked hold generation back for the window at most, all
 # of them within one short wait, with a warning that counts them.
@@ -343,5 +402,21 @@ ok($node->wait_for_log(qr/every database has been checked for keys/, $offset),
     'the check is disarmed once every database was read');
 ok(!$node->log_contains(qr/could not remove file "snowflake_keys_unchecked"/, $offset),
     'no backend reports the file another removed');
+
+# Before 1.6 a role could make a type named snowflake in the extension's schema: it is not taken
+# for the extension's type, whose keys are bigint's, so its column is not read at all.
+$node->safe_psql('postgres', 'CREATE DATABASE older');
+$node->safe_psql('older', q(CREATE EXTENSION snowflake VERSION '1.5';
+GRANT CREATE ON SCHEMA public TO alice;
+SET ROLE alice;
+CREATE TYPE public.snowflake AS (high integer, low integer);
+CREATE TABLE impostor (id public.snowflake PRIMARY KEY);
+INSERT INTO impostor VALUES ((2147483647, 2147483647))));
+$offset = restart(1);
+like($node->safe_psql('older', 'SELECT snowflake_nextval()'), qr/^\d+$/,
+    "generation goes on beside a role's own type named snowflake");
+ok($node->log_contains(qr/no key of this server's node pair ahead of the clock in database "older" \(0 columns read\)/,
+        $offset),
+    'whose column is not read');
 
 done_testing();

@@ -1,0 +1,63 @@
+// Recognising this library's catalog objects: a function by its language, C symbol and library,
+// the snowflake type by its input function. A role's function or type of the same name is none
+// of them.
+
+extern "C" {
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_language.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+}
+
+#include "pg/library_objects.hpp"
+
+namespace {
+
+// The library as the extension's scripts name it (module_pathname in snowflake.control).
+constexpr char kLibraryPath[] = "$libdir/snowflake";
+
+}  // namespace
+
+// A function of another library with the same symbol, or a wrapper in another language, is not
+// this library's.
+bool snowflake_is_library_function(Oid function, const char *symbol) {
+    HeapTuple tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(function));
+    if (!HeapTupleIsValid(tuple)) {
+        return false;
+    }
+    bool matches = false;
+    if (reinterpret_cast<Form_pg_proc>(GETSTRUCT(tuple))->prolang == ClanguageId) {
+        bool source_is_null = true;
+        bool library_is_null = true;
+        const Datum source = SysCacheGetAttr(PROCOID, tuple, Anum_pg_proc_prosrc, &source_is_null);
+        const Datum library =
+            SysCacheGetAttr(PROCOID, tuple, Anum_pg_proc_probin, &library_is_null);
+        matches = !source_is_null && !library_is_null &&
+                  strcmp(TextDatumGetCString(source), symbol) == 0 &&
+                  strcmp(TextDatumGetCString(library), kLibraryPath) == 0;
+    }
+    ReleaseSysCache(tuple);
+    return matches;
+}
+
+// Recognised by its input function, since before 1.6 a role may have made a type of that name in
+// the extension's schema.
+Oid snowflake_id_type_beside(Oid function) {
+    const Oid type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum("snowflake"),
+                                     ObjectIdGetDatum(get_func_namespace(function)));
+    if (!OidIsValid(type)) {
+        return InvalidOid;
+    }
+    HeapTuple tuple = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
+    if (!HeapTupleIsValid(tuple)) {
+        return InvalidOid;
+    }
+    const Oid input = reinterpret_cast<Form_pg_type>(GETSTRUCT(tuple))->typinput;
+    ReleaseSysCache(tuple);
+    return snowflake_is_library_function(input, "snowflake_in") ? type : InvalidOid;
+}

@@ -1,0 +1,11 @@
+// This library's own catalog objects, recognised by OID rather than by name, since a role may
+// make a function or a type of the same name (library_objects.cpp). Include only after
+// postgres.h.
+#pragma once
+
+// Whether a function is the C function of this library with that symbol.
+bool snowflake_is_library_function(Oid function, const char *symbol);
+
+// The snowflake type (version 1.6) of the installation that the function belongs to (the same
+// schema), or InvalidOid before 1.6.
+Oid snowflake_id_type_beside(Oid function);
