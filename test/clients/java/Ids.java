@@ -1,10 +1,13 @@
-// The PostgreSQL JDBC driver and Snowflake ids: bigint is a Java long, exact. Connects to the
-// URL given as the first argument as PGUSER with PGPASSWORD; exits non-zero on the first mismatch.
+// The PostgreSQL JDBC driver and Snowflake ids: bigint is a Java long, exact, and so is the
+// snowflake type, whose OID the driver does not know, through getLong, getString and
+// getGeneratedKeys. Connects to the URL given as the first argument as PGUSER with PGPASSWORD;
+// exits non-zero on the first mismatch.
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.Statement;
+import java.sql.Types;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -68,6 +71,82 @@ public class Ids {
             }
             System.out.println("PostgreSQL JDBC " + connection.getMetaData().getDriverVersion()
                     + ": " + ids.size() + " ids exact as long");
+            checkSnowflakeType(connection);
         }
+    }
+
+    // Checks that an id read from the snowflake type is the one the server wrote in text.
+    private static long exactId(ResultSet row, int column, String text, String what)
+            throws Exception {
+        long id = row.getLong(column);
+        check(row.getString(column).equals(text) && Long.toString(id).equals(text),
+                what + ": getLong " + id + " and getString " + row.getString(column)
+                        + " are id " + text);
+        check(id > (1L << 53), what + ": id " + id + " is above 2^53");
+        return id;
+    }
+
+    // The snowflake type as the key: an OID the driver does not know, read with getLong and
+    // getString, and returned by getGeneratedKeys, exact.
+    private static void checkSnowflakeType(Connection connection) throws Exception {
+        try (Statement statement = connection.createStatement()) {
+            statement.execute("DROP TABLE IF EXISTS java_typed_ids");
+            statement.execute("CREATE TABLE java_typed_ids (id snowflake PRIMARY KEY DEFAULT "
+                    + "snowflake_nextval(), legacy_id bigint, label text NOT NULL)");
+        }
+        List<Long> ids = new ArrayList<>();
+        try (PreparedStatement insert = connection.prepareStatement(
+                "INSERT INTO java_typed_ids (label) SELECT 'row ' || g "
+                + "FROM generate_series(1, ?) g RETURNING id, id::text")) {
+            insert.setInt(1, ROWS);
+            try (ResultSet rows = insert.executeQuery()) {
+                check(rows.getMetaData().getColumnTypeName(1).equals("snowflake")
+                                && rows.getMetaData().getColumnType(1) == Types.OTHER,
+                        "the driver sees the type by name, as Types.OTHER");
+                while (rows.next()) {
+                    ids.add(exactId(rows, 1, rows.getString(2), "RETURNING"));
+                }
+            }
+        }
+        // getGeneratedKeys, with the key's name and with RETURN_GENERATED_KEYS (every column).
+        try (PreparedStatement byName = connection.prepareStatement(
+                     "INSERT INTO java_typed_ids (label) VALUES ('by name')", new String[] {"id"});
+                PreparedStatement allColumns = connection.prepareStatement(
+                        "INSERT INTO java_typed_ids (label) VALUES ('all columns')",
+                        Statement.RETURN_GENERATED_KEYS);
+                PreparedStatement text = connection.prepareStatement(
+                        "SELECT id::text FROM java_typed_ids WHERE label = ?")) {
+            String[] labels = {"by name", "all columns"};
+            PreparedStatement[] inserts = {byName, allColumns};
+            for (int i = 0; i < inserts.length; i++) {
+                inserts[i].executeUpdate();
+                text.setString(1, labels[i]);
+                try (ResultSet keys = inserts[i].getGeneratedKeys();
+                        ResultSet stored = text.executeQuery()) {
+                    check(keys.next() && stored.next(), "getGeneratedKeys returns the id");
+                    ids.add(exactId(keys, keys.findColumn("id"), stored.getString(1),
+                            "getGeneratedKeys " + labels[i]));
+                }
+            }
+        }
+        check(new HashSet<>(ids).size() == ROWS + 2, "every id is distinct");
+        try (Statement statement = connection.createStatement()) {
+            statement.execute("UPDATE java_typed_ids SET legacy_id = id");
+        }
+        // Each id sent back as a long finds its row, whose bigint copy is the same id.
+        try (PreparedStatement select = connection.prepareStatement(
+                "SELECT id, id::text, legacy_id FROM java_typed_ids WHERE id = ?")) {
+            for (long id : ids) {
+                select.setLong(1, id);
+                try (ResultSet row = select.executeQuery()) {
+                    check(row.next(), "the row of id " + id + " is found by its id");
+                    check(exactId(row, 1, row.getString(2), "lookup") == id
+                                    && row.getLong(3) == id,
+                            "id " + id + " reads back exactly, as its bigint copy");
+                }
+            }
+        }
+        System.out.println("PostgreSQL JDBC: snowflake type, " + ids.size()
+                + " ids exact with getLong, getString and getGeneratedKeys");
     }
 }

@@ -1,6 +1,8 @@
 // node-postgres and Snowflake ids: the default parser returns them as exact strings, a BigInt
 // parser as exact BigInts, and JSON keeps them exact only as strings; a JavaScript Number cannot
-// hold them. Connects with the PG* environment variables; exits non-zero on the first mismatch.
+// hold them. The snowflake type, whose OID pg-types does not know, arrives as a string, and
+// PostgreSQL's JSON functions write it as one. Connects with the PG* environment variables; exits
+// non-zero on the first mismatch.
 import assert from 'node:assert/strict';
 import pg from 'pg';
 
@@ -47,7 +49,7 @@ async function roundTrip(client, table) {
 
 const client = new pg.Client();
 await client.connect();
-await client.query('DROP TABLE IF EXISTS node_default_ids, node_bigint_ids');
+await client.query('DROP TABLE IF EXISTS node_default_ids, node_bigint_ids, node_typed_ids');
 
 // The default: bigint arrives as a string, exact.
 const strings = await roundTrip(client, 'node_default_ids');
@@ -77,4 +79,108 @@ assert.equal(JSON.parse(asJson.exact).id, String(sample), 'id::text in JSON stay
 assert.notEqual(BigInt(JSON.parse(asJson.as_number).id), sample, 'a JSON number loses the id');
 console.log(`node-postgres: JSON with id::text keeps ${JSON.parse(asJson.exact).id}; ` +
   `a JSON number turns it into ${JSON.parse(asJson.as_number).id}`);
+
+// The snowflake type (1.6) as the key, with a bigint column holding the same id next to it.
+await client.query(`CREATE TABLE node_typed_ids (
+    id snowflake PRIMARY KEY DEFAULT snowflake_nextval(), legacy_id bigint, label text NOT NULL,
+    doc jsonb)`);
+const typed = await client.query(
+  `INSERT INTO node_typed_ids (label) SELECT 'row ' || g FROM generate_series(1, $1) g
+   RETURNING id`, [ROWS + 1]);
+await client.query(`UPDATE node_typed_ids
+    SET legacy_id = id, doc = jsonb_build_object('id', id, 'legacy_id', id::bigint)`);
+const typedIds = typed.rows.map((row) => row.id);
+const { rows: [{ oid: snowflakeOid }] } = await client.query(
+  `SELECT 'snowflake'::regtype::oid AS oid`);
+assert.equal(typed.fields[0].dataTypeID, snowflakeOid, 'the column arrives with the type\'s OID');
+assert.ok(!Object.values(pg.types.builtins).includes(snowflakeOid), 'an OID pg-types has no name for');
+assert.equal(pg.types.getTypeParser(snowflakeOid, 'text')('2127531778306396161'),
+  '2127531778306396161', 'pg-types leaves a type it has no parser for as its text');
+assert.ok(typedIds.every((id) => typeof id === 'string' && /^[1-9][0-9]{18}$/.test(id)),
+  'the type arrives as a string of 19 digits, even with a BigInt parser set for bigint');
+assert.ok(typedIds.every((id) => BigInt(id) > 2n ** 53n), 'every id is above 2^53');
+assert.equal(new Set(typedIds).size, ROWS + 1, 'every id is distinct');
+
+// Plain rows: the key is the exact string, the bigint beside it a BigInt of the same value.
+const plain = await client.query('SELECT id, legacy_id, id::text AS text FROM node_typed_ids');
+assert.equal(plain.rows.length, ROWS + 1);
+for (const row of plain.rows) {
+  assert.equal(row.id, row.text, `id ${row.text} arrives exactly`);
+  assert.equal(row.legacy_id, BigInt(row.text), `the bigint copy of ${row.text} is the same id`);
+}
+
+// Whether each value of a parsed JSON document is the id it should be: `pairs` holds the id as the
+// server wrote it in text and the value the driver's JSON.parse made of it. BigInt() of a Number
+// is the double's exact value, so a rounded id differs here.
+function assertExact(pairs, what) {
+  assert.equal(pairs.length, ROWS + 1, `${what}: one value per row`);
+  for (const [id, value] of pairs) {
+    assert.equal(BigInt(value), BigInt(id), `${what}: ${value} is id ${id}`);
+  }
+}
+
+// The bigint copy in the same JSON: a number, rounded to the nearest double. Returns how many ids
+// changed and how many of those now name another row's id.
+function assertRounded(pairs, what) {
+  assert.ok(pairs.every(([, value]) => typeof value === 'number'), `${what}: JSON numbers`);
+  const issued = new Set(typedIds);
+  const changed = pairs.filter(([id, value]) => BigInt(value).toString() !== id);
+  assert.ok(changed.length > pairs.length / 2, `${what}: most ids rounded (${changed.length})`);
+  assert.throws(() => assertExact(pairs, what), assert.AssertionError,
+    `${what}: the exactness check catches the rounding`);
+  const another = changed.filter(([, value]) => issued.has(BigInt(value).toString()));
+  return { changed: changed.length, another: another.length };
+}
+
+// row_to_json, json_agg and a jsonb column, each parsed by the driver's own JSON.parse: the type
+// is an exact string, the bigint beside it is not.
+const asRows = await client.query('SELECT id::text AS text, row_to_json(t) AS j FROM node_typed_ids t');
+assert.ok(asRows.rows.every((row) => typeof row.j.id === 'string'), 'row_to_json: strings');
+assertExact(asRows.rows.map((row) => [row.text, row.j.id]), 'row_to_json');
+const rounded = assertRounded(asRows.rows.map((row) => [row.text, row.j.legacy_id]),
+  'row_to_json bigint');
+const aggregated = await client.query(`SELECT json_agg(id::text ORDER BY id) AS texts,
+    json_agg(id ORDER BY id) AS ids, json_agg(legacy_id ORDER BY id) AS legacy
+    FROM node_typed_ids`);
+const [{ texts, ids: aggregatedIds, legacy }] = aggregated.rows;
+assert.ok(aggregatedIds.every((id) => typeof id === 'string'), 'json_agg: strings');
+assertExact(texts.map((text, i) => [text, aggregatedIds[i]]), 'json_agg');
+assertRounded(texts.map((text, i) => [text, legacy[i]]), 'json_agg bigint');
+const stored = await client.query('SELECT id::text AS text, doc FROM node_typed_ids');
+assert.ok(stored.rows.every((row) => typeof row.doc.id === 'string'), 'jsonb column: strings');
+assertExact(stored.rows.map((row) => [row.text, row.doc.id]), 'jsonb column');
+assertRounded(stored.rows.map((row) => [row.text, row.doc.legacy_id]), 'jsonb column bigint');
+
+// Sent back as they came, all 1,001 in one array parameter, every row is found.
+const found = await client.query('SELECT id FROM node_typed_ids WHERE id = ANY($1)', [typedIds]);
+assert.deepEqual(found.rows.map((row) => row.id).sort(), [...typedIds].sort(),
+  'WHERE id = ANY($1) with the 1,001 strings finds each row');
+const one = await client.query('SELECT label FROM node_typed_ids WHERE id = $1', [typedIds[500]]);
+assert.equal(one.rows[0].label, 'row 501', 'one string parameter finds its row');
+
+// A parser set for the type's OID (here for one query) gives BigInts, exact.
+const typesWithBigInt = {
+  getTypeParser: (oid, format) => (oid === snowflakeOid ? BigInt : pg.types.getTypeParser(oid, format)),
+};
+const parsed = await client.query({ text: 'SELECT id, id::text AS text FROM node_typed_ids',
+  types: typesWithBigInt });
+assert.ok(parsed.rows.every((row) => typeof row.id === 'bigint' && row.id.toString() === row.text),
+  'a parser set for the type gives exact BigInts');
+console.log(`node-postgres: snowflake type (OID ${snowflakeOid}) arrives as ${typedIds.length} ` +
+  `exact strings; row_to_json, json_agg and jsonb keep them exact while the bigint beside them ` +
+  `is rounded (${rounded.changed} of ${typedIds.length} changed, ${rounded.another} into another ` +
+  `row's id); ANY($1) of the 1,001 finds ${found.rows.length}`);
+
+// The traps: with a BigInt parser count(*) is a BigInt too, which JSON.stringify refuses; with
+// pg.defaults.parseInt8 = true every bigint is a Number, rounded, while the type stays a string.
+const { rows: [counted] } = await client.query('SELECT count(*) AS n FROM node_typed_ids');
+assert.equal(typeof counted.n, 'bigint', 'the BigInt parser turns count(*) into a BigInt');
+assert.throws(() => JSON.stringify(counted), TypeError, 'which JSON.stringify refuses');
+pg.defaults.parseInt8 = true;
+const asNumbers = await client.query('SELECT id, legacy_id FROM node_typed_ids');
+assert.ok(asNumbers.rows.every((row) => typeof row.id === 'string'), 'parseInt8 leaves the type alone');
+const corrupted = asNumbers.rows.filter((row) => BigInt(row.legacy_id).toString() !== row.id);
+assert.ok(corrupted.length > asNumbers.rows.length / 2, 'parseInt8 rounds most bigint ids');
+console.log(`node-postgres: parseInt8 = true corrupts ${corrupted.length} of ` +
+  `${asNumbers.rows.length} bigint ids; count(*) under a BigInt parser breaks JSON.stringify`);
 await client.end();

@@ -1,10 +1,14 @@
 """psycopg 3 and Snowflake ids: bigint arrives as a Python int, which is exact at any size.
 
-Connects with the PG* environment variables; exits non-zero on the first mismatch.
+The snowflake type, whose OID psycopg does not know, arrives as a str unless an int loader is
+registered for it. Connects with the PG* environment variables; exits non-zero on the first
+mismatch.
 """
 import json
 
 import psycopg
+from psycopg.types import TypeInfo
+from psycopg.types.numeric import IntLoader
 
 ROWS = 1000
 EPOCH_MS = 1288834974657
@@ -51,6 +55,51 @@ def main():
             (ids[0],)).fetchone()[0]
         assert json.loads(exact)["id"] == str(ids[0]), "id::text in JSON stays exact"
     print(f"psycopg {psycopg.__version__}: {len(ids)} ids exact as int")
+    check_snowflake_type()
+
+
+def check_snowflake_type():
+    """The snowflake type as the key: a str by default, an int with one registered loader."""
+    with psycopg.connect() as connection:
+        connection.execute("DROP TABLE IF EXISTS python_typed_ids")
+        connection.execute(
+            "CREATE TABLE python_typed_ids (id snowflake PRIMARY KEY DEFAULT snowflake_nextval(),"
+            " legacy_id bigint, label text NOT NULL)")
+        inserted = connection.execute(
+            "INSERT INTO python_typed_ids (label) SELECT 'row ' || g"
+            " FROM generate_series(1, %s) g RETURNING id, id::text", (ROWS + 1,)).fetchall()
+        connection.execute("UPDATE python_typed_ids SET legacy_id = id")
+        ids = [row[0] for row in inserted]
+        assert all(type(i) is str and i == text for i, text in inserted), \
+            "an unknown type arrives as its text, a str"
+        assert all(int(i) > 2 ** 53 for i in ids), "every id is above 2^53"
+        assert len(set(ids)) == ROWS + 1, "every id is distinct"
+        with connection.cursor(binary=True) as cursor:
+            raw = cursor.execute("SELECT id, legacy_id FROM python_typed_ids").fetchall()
+        assert all(type(r[0]) is bytes and int.from_bytes(r[0], "big") == r[1] for r in raw), \
+            "in binary, the type arrives as bigint's eight bytes, undecoded"
+        found = connection.execute(
+            "SELECT id FROM python_typed_ids WHERE id = ANY(%s)", (ids,)).fetchall()
+        assert sorted(r[0] for r in found) == sorted(ids), "the strings sent back find each row"
+        # JSON: the type is a string; Python's json keeps the bigint exact too.
+        documents = connection.execute(
+            "SELECT id::text, row_to_json(t) FROM python_typed_ids t").fetchall()
+        assert all(d["id"] == text and d["legacy_id"] == int(text) for text, d in documents), \
+            "row_to_json writes the type as a string, exact"
+
+    with psycopg.connect() as connection:
+        # The line for an application: the type's OID differs between databases, so look it up.
+        connection.adapters.register_loader(TypeInfo.fetch(connection, "snowflake").oid, IntLoader)
+        rows = connection.execute(
+            "SELECT id, legacy_id, id::text FROM python_typed_ids").fetchall()
+        assert all(type(i) is int and i == legacy and str(i) == text for i, legacy, text in rows), \
+            "with IntLoader registered for its OID, the type arrives as an exact int"
+        found = connection.execute(
+            "SELECT count(*) FROM python_typed_ids WHERE id = ANY(%s)",
+            ([r[0] for r in rows],)).fetchone()[0]
+        assert found == ROWS + 1, "the ints sent back find each row"
+    print(f"psycopg {psycopg.__version__}: snowflake type, {len(ids)} ids exact as str by default,"
+          " as int with IntLoader registered for its OID")
 
 
 if __name__ == "__main__":
