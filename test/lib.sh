@@ -44,6 +44,10 @@ install_dependencies() {
         echo "PG_CONFIG=$PG_CONFIG is not a working pg_config" >&2
         return 1
     fi
+    # A PostgreSQL unpacked elsewhere than the prefix it was built for (../shared/pg/) would
+    # otherwise load the system's older libpq, which lacks functions its psql calls.
+    LD_LIBRARY_PATH="$("$PG_CONFIG" --libdir)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export LD_LIBRARY_PATH
     echo "Testing against $("$PG_BINDIR/postgres" --version) ($PG_CONFIG)"
 }
 
@@ -57,7 +61,8 @@ build_and_install() {
 # Runs a command as the server user when we are root, so that initdb and postgres accept it.
 as_server_user() {
     if [ "$(id -u)" -eq 0 ]; then
-        runuser -u "$SERVER_USER" -- env PATH="$PG_BINDIR:$PATH" "$@"
+        runuser -u "$SERVER_USER" -- env PATH="$PG_BINDIR:$PATH" \
+            LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}" "$@"
     else
         env PATH="$PG_BINDIR:$PATH" "$@"
     fi
