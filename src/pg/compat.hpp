@@ -157,3 +157,16 @@ inline TableScanDesc snowflake_table_beginscan(Relation table, Snapshot snapshot
     return table_beginscan(table, snapshot, 0, nullptr);
 #endif
 }
+
+// An input function's error that PostgreSQL 16 and later can take softly (pg_input_is_valid(),
+// COPY ... ON_ERROR ignore, JSON_VALUE ... ON ERROR) through the call's error context; before 16
+// every input error is thrown. Used as a statement: it returns from the input function.
+#if PG_VERSION_NUM >= 160000
+#define snowflake_input_error(fcinfo, ...) ereturn((fcinfo)->context, (Datum) 0, __VA_ARGS__)
+#else
+#define snowflake_input_error(fcinfo, ...) \
+    do {                                   \
+        ereport(ERROR, __VA_ARGS__);       \
+        return (Datum) 0;                  \
+    } while (0)
+#endif

@@ -21,27 +21,37 @@ PG_FUNCTION_INFO_V1(snowflake_from_numeric);
 }
 
 #include "core/codec.hpp"
+#include "pg/compat.hpp"
 
 namespace {
 
 using snowflake::IdTextStatus;
 
-// One wording wherever a negative value would become an id: no id has the sign bit set.
+// The wording of each refusal, as the arguments of ereport() and of the input's soft errors.
+#define NEGATIVE_VALUE_ERROR(value_text)                                     \
+    errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),                             \
+        errmsg("value %s is out of range for type snowflake", (value_text)), \
+        errdetail("A Snowflake id is never negative."),                      \
+        errhint("Keep a negative value in a bigint column, or use NULL for \"no id\".")
+#define TOO_LARGE_ERROR(value_text)                                          \
+    errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),                             \
+        errmsg("value %s is out of range for type snowflake", (value_text)), \
+        errdetail("A Snowflake id is at most 9223372036854775807."),         \
+        errhint("Check where the value came from: no generator makes a larger id.")
+#define MALFORMED_ERROR(value_text)                                              \
+    errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),                                \
+        errmsg("invalid input syntax for type snowflake: \"%s\"", (value_text)), \
+        errhint("A Snowflake id is written as decimal digits, such as \"1541815603606036480\".")
+
+// No id has the sign bit set.
 [[noreturn]] void report_negative_value(const char *value_text) {
-    ereport(ERROR,
-            (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-             errmsg("value %s is out of range for type snowflake", value_text),
-             errdetail("A Snowflake id is never negative."),
-             errhint("Keep a negative value in a bigint column, or use NULL for \"no id\".")));
+    ereport(ERROR, NEGATIVE_VALUE_ERROR(value_text));
     pg_unreachable();
 }
 
 // The largest id is bigint's largest value.
 [[noreturn]] void report_too_large(const char *value_text) {
-    ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-                    errmsg("value %s is out of range for type snowflake", value_text),
-                    errdetail("A Snowflake id is at most 9223372036854775807."),
-                    errhint("Check where the value came from: no generator makes a larger id.")));
+    ereport(ERROR, TOO_LARGE_ERROR(value_text));
     pg_unreachable();
 }
 
@@ -57,7 +67,8 @@ Datum checked_id(int64 value) {
 }  // namespace
 
 // The text form: decimal digits only, read without the bigint input's hexadecimal and
-// underscore forms, so that an id reads the same on every PostgreSQL version.
+// underscore forms, so that an id reads the same on every PostgreSQL version; its errors are soft
+// where the caller asks (pg_input_is_valid(), COPY ... ON_ERROR ignore).
 Datum snowflake_in(PG_FUNCTION_ARGS) {
     const char *text = PG_GETARG_CSTRING(0);
     const snowflake::IdTextResult result = snowflake::parse_id_text(text);
@@ -65,15 +76,11 @@ Datum snowflake_in(PG_FUNCTION_ARGS) {
         case IdTextStatus::kOk:
             break;
         case IdTextStatus::kNegative:
-            report_negative_value(text);
+            snowflake_input_error(fcinfo, NEGATIVE_VALUE_ERROR(text));
         case IdTextStatus::kTooLarge:
-            report_too_large(text);
+            snowflake_input_error(fcinfo, TOO_LARGE_ERROR(text));
         case IdTextStatus::kMalformed:
-            ereport(ERROR, (errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-                            errmsg("invalid input syntax for type snowflake: \"%s\"", text),
-                            errhint("A Snowflake id is written as decimal digits, such as "
-                                    "\"1541815603606036480\".")));
-            pg_unreachable();
+            snowflake_input_error(fcinfo, MALFORMED_ERROR(text));
     }
     PG_RETURN_DATUM(Int64GetDatum(result.id));
 }

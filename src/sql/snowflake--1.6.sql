@@ -222,7 +222,7 @@ COMMENT ON FUNCTION snowflake_send(snowflake) IS
 -- Casts: into the type checked (no id is negative), out of it free. bigint arrives on assignment
 -- (DEFAULT snowflake_nextval(), INSERT of a bigint), integer and smallint implicitly (a literal
 -- such as 0 in COALESCE(id, 0)); the type becomes a bigint implicitly, so every function taking a
--- bigint id takes it, and a numeric on assignment.
+-- bigint id takes it, and a numeric, integer or smallint on assignment, as bigint does.
 CREATE FUNCTION snowflake(bigint) RETURNS snowflake
     AS 'MODULE_PATHNAME', 'snowflake_from_bigint' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION snowflake(integer) RETURNS snowflake
@@ -232,6 +232,10 @@ CREATE FUNCTION snowflake(smallint) RETURNS snowflake
 CREATE FUNCTION snowflake(numeric) RETURNS snowflake
     AS 'MODULE_PATHNAME', 'snowflake_from_numeric' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION snowflake_to_numeric(snowflake) RETURNS numeric AS 'int8_numeric'
+    LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_to_integer(snowflake) RETURNS integer AS 'int84'
+    LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_to_smallint(snowflake) RETURNS smallint AS 'int82'
     LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake(bigint) IS
     'A bigint as a snowflake value; a negative one is refused (22003)';
@@ -243,6 +247,10 @@ COMMENT ON FUNCTION snowflake(numeric) IS
     'A numeric rounded to a snowflake value; a negative or too large one is refused (22003)';
 COMMENT ON FUNCTION snowflake_to_numeric(snowflake) IS
     'A snowflake value as a numeric (the cast to numeric)';
+COMMENT ON FUNCTION snowflake_to_integer(snowflake) IS
+    'A snowflake value as an integer; one above 2147483647 is refused (22003), as bigint''s is';
+COMMENT ON FUNCTION snowflake_to_smallint(snowflake) IS
+    'A snowflake value as a smallint; one above 32767 is refused (22003), as bigint''s is';
 
 CREATE CAST (bigint AS snowflake) WITH FUNCTION snowflake(bigint) AS ASSIGNMENT;
 CREATE CAST (integer AS snowflake) WITH FUNCTION snowflake(integer) AS IMPLICIT;
@@ -250,6 +258,8 @@ CREATE CAST (smallint AS snowflake) WITH FUNCTION snowflake(smallint) AS IMPLICI
 CREATE CAST (numeric AS snowflake) WITH FUNCTION snowflake(numeric) AS ASSIGNMENT;
 CREATE CAST (snowflake AS bigint) WITHOUT FUNCTION AS IMPLICIT;
 CREATE CAST (snowflake AS numeric) WITH FUNCTION snowflake_to_numeric(snowflake) AS ASSIGNMENT;
+CREATE CAST (snowflake AS integer) WITH FUNCTION snowflake_to_integer(snowflake) AS ASSIGNMENT;
+CREATE CAST (snowflake AS smallint) WITH FUNCTION snowflake_to_smallint(snowflake) AS ASSIGNMENT;
 COMMENT ON CAST (bigint AS snowflake) IS
     'On assignment: DEFAULT snowflake_nextval() and a bigint stored into a snowflake column';
 COMMENT ON CAST (integer AS snowflake) IS 'Implicit, so that a literal such as 0 goes with an id';
@@ -258,6 +268,9 @@ COMMENT ON CAST (numeric AS snowflake) IS 'On assignment, as from numeric to big
 COMMENT ON CAST (snowflake AS bigint) IS
     'Implicit and free: every function and operator of bigint takes a snowflake value';
 COMMENT ON CAST (snowflake AS numeric) IS 'On assignment, as from bigint to numeric';
+COMMENT ON CAST (snowflake AS integer) IS
+    'On assignment, as from bigint to integer (ON UPDATE CASCADE to an integer foreign key)';
+COMMENT ON CAST (snowflake AS smallint) IS 'On assignment, as from bigint to smallint';
 
 -- Comparisons with the type and each integer type on either side: bigint's own functions, since
 -- the representation is bigint's. With integer and smallint spelled out, id = 123 has one best
@@ -562,11 +575,14 @@ COMMENT ON OPERATOR > (smallint, snowflake) IS 'greater than';
 CREATE OPERATOR >= (LEFTARG = smallint, RIGHTARG = snowflake, FUNCTION = snowflake_ge,
     COMMUTATOR = <=, NEGATOR = <, RESTRICT = scalargesel, JOIN = scalargejoinsel);
 COMMENT ON OPERATOR >= (smallint, snowflake) IS 'greater than or equal to';
-
 -- btree: the integer types beside the type in one family, so that an index on a snowflake column
 -- serves comparisons with bigint, integer and smallint values (a bigint parameter, a bigint
 -- foreign key, snowflake_min_id() bounds, id IN of bigint values compared after the implicit
--- cast), with bigint's sort support and deduplication.
+-- cast), with bigint's sort support and deduplication. The family is complete: it also holds the
+-- integers' own operators among themselves, as integer_ops does, since the planner needs every
+-- pair of a family's types (to unique-ify a subquery's integers for a semi join with ids, to sort
+-- both sides of a merge join), and since an operator in integer_ops alone would no longer be
+-- grouped by the planner with bigint's own, which this family holds too.
 CREATE FUNCTION snowflake_in_range(snowflake, snowflake, bigint, boolean, boolean)
     RETURNS boolean AS 'in_range_int8_int8' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_in_range(snowflake, snowflake, bigint, boolean, boolean) IS
@@ -594,6 +610,18 @@ ALTER OPERATOR FAMILY snowflake_ops USING btree ADD
     OPERATOR 4 >= (snowflake, bigint),
     OPERATOR 5 > (snowflake, bigint),
     FUNCTION 1 snowflake_cmp(snowflake, bigint),
+    OPERATOR 1 < (snowflake, integer),
+    OPERATOR 2 <= (snowflake, integer),
+    OPERATOR 3 = (snowflake, integer),
+    OPERATOR 4 >= (snowflake, integer),
+    OPERATOR 5 > (snowflake, integer),
+    FUNCTION 1 snowflake_cmp(snowflake, integer),
+    OPERATOR 1 < (snowflake, smallint),
+    OPERATOR 2 <= (snowflake, smallint),
+    OPERATOR 3 = (snowflake, smallint),
+    OPERATOR 4 >= (snowflake, smallint),
+    OPERATOR 5 > (snowflake, smallint),
+    FUNCTION 1 snowflake_cmp(snowflake, smallint),
     OPERATOR 1 < (bigint, snowflake),
     OPERATOR 2 <= (bigint, snowflake),
     OPERATOR 3 = (bigint, snowflake),
@@ -606,33 +634,76 @@ ALTER OPERATOR FAMILY snowflake_ops USING btree ADD
     OPERATOR 4 pg_catalog.>= (bigint, bigint),
     OPERATOR 5 pg_catalog.> (bigint, bigint),
     FUNCTION 1 pg_catalog.btint8cmp(bigint, bigint),
-    OPERATOR 1 < (snowflake, integer),
-    OPERATOR 2 <= (snowflake, integer),
-    OPERATOR 3 = (snowflake, integer),
-    OPERATOR 4 >= (snowflake, integer),
-    OPERATOR 5 > (snowflake, integer),
-    FUNCTION 1 snowflake_cmp(snowflake, integer),
+    FUNCTION 2 (bigint, bigint) pg_catalog.btint8sortsupport(internal),
+    FUNCTION 4 (bigint, bigint) pg_catalog.btequalimage(oid),
+    OPERATOR 1 pg_catalog.< (bigint, integer),
+    OPERATOR 2 pg_catalog.<= (bigint, integer),
+    OPERATOR 3 pg_catalog.= (bigint, integer),
+    OPERATOR 4 pg_catalog.>= (bigint, integer),
+    OPERATOR 5 pg_catalog.> (bigint, integer),
+    FUNCTION 1 pg_catalog.btint84cmp(bigint, integer),
+    OPERATOR 1 pg_catalog.< (bigint, smallint),
+    OPERATOR 2 pg_catalog.<= (bigint, smallint),
+    OPERATOR 3 pg_catalog.= (bigint, smallint),
+    OPERATOR 4 pg_catalog.>= (bigint, smallint),
+    OPERATOR 5 pg_catalog.> (bigint, smallint),
+    FUNCTION 1 pg_catalog.btint82cmp(bigint, smallint),
     OPERATOR 1 < (integer, snowflake),
     OPERATOR 2 <= (integer, snowflake),
     OPERATOR 3 = (integer, snowflake),
     OPERATOR 4 >= (integer, snowflake),
     OPERATOR 5 > (integer, snowflake),
     FUNCTION 1 snowflake_cmp(integer, snowflake),
-    OPERATOR 1 < (snowflake, smallint),
-    OPERATOR 2 <= (snowflake, smallint),
-    OPERATOR 3 = (snowflake, smallint),
-    OPERATOR 4 >= (snowflake, smallint),
-    OPERATOR 5 > (snowflake, smallint),
-    FUNCTION 1 snowflake_cmp(snowflake, smallint),
+    OPERATOR 1 pg_catalog.< (integer, bigint),
+    OPERATOR 2 pg_catalog.<= (integer, bigint),
+    OPERATOR 3 pg_catalog.= (integer, bigint),
+    OPERATOR 4 pg_catalog.>= (integer, bigint),
+    OPERATOR 5 pg_catalog.> (integer, bigint),
+    FUNCTION 1 pg_catalog.btint48cmp(integer, bigint),
+    OPERATOR 1 pg_catalog.< (integer, integer),
+    OPERATOR 2 pg_catalog.<= (integer, integer),
+    OPERATOR 3 pg_catalog.= (integer, integer),
+    OPERATOR 4 pg_catalog.>= (integer, integer),
+    OPERATOR 5 pg_catalog.> (integer, integer),
+    FUNCTION 1 pg_catalog.btint4cmp(integer, integer),
+    FUNCTION 2 (integer, integer) pg_catalog.btint4sortsupport(internal),
+    FUNCTION 4 (integer, integer) pg_catalog.btequalimage(oid),
+    OPERATOR 1 pg_catalog.< (integer, smallint),
+    OPERATOR 2 pg_catalog.<= (integer, smallint),
+    OPERATOR 3 pg_catalog.= (integer, smallint),
+    OPERATOR 4 pg_catalog.>= (integer, smallint),
+    OPERATOR 5 pg_catalog.> (integer, smallint),
+    FUNCTION 1 pg_catalog.btint42cmp(integer, smallint),
     OPERATOR 1 < (smallint, snowflake),
     OPERATOR 2 <= (smallint, snowflake),
     OPERATOR 3 = (smallint, snowflake),
     OPERATOR 4 >= (smallint, snowflake),
     OPERATOR 5 > (smallint, snowflake),
-    FUNCTION 1 snowflake_cmp(smallint, snowflake);
+    FUNCTION 1 snowflake_cmp(smallint, snowflake),
+    OPERATOR 1 pg_catalog.< (smallint, bigint),
+    OPERATOR 2 pg_catalog.<= (smallint, bigint),
+    OPERATOR 3 pg_catalog.= (smallint, bigint),
+    OPERATOR 4 pg_catalog.>= (smallint, bigint),
+    OPERATOR 5 pg_catalog.> (smallint, bigint),
+    FUNCTION 1 pg_catalog.btint28cmp(smallint, bigint),
+    OPERATOR 1 pg_catalog.< (smallint, integer),
+    OPERATOR 2 pg_catalog.<= (smallint, integer),
+    OPERATOR 3 pg_catalog.= (smallint, integer),
+    OPERATOR 4 pg_catalog.>= (smallint, integer),
+    OPERATOR 5 pg_catalog.> (smallint, integer),
+    FUNCTION 1 pg_catalog.btint24cmp(smallint, integer),
+    OPERATOR 1 pg_catalog.< (smallint, smallint),
+    OPERATOR 2 pg_catalog.<= (smallint, smallint),
+    OPERATOR 3 pg_catalog.= (smallint, smallint),
+    OPERATOR 4 pg_catalog.>= (smallint, smallint),
+    OPERATOR 5 pg_catalog.> (smallint, smallint),
+    FUNCTION 1 pg_catalog.btint2cmp(smallint, smallint),
+    FUNCTION 2 (smallint, smallint) pg_catalog.btint2sortsupport(internal),
+    FUNCTION 4 (smallint, smallint) pg_catalog.btequalimage(oid);
 
 -- hash: bigint's hashes, which agree with integer's and smallint's for equal values, so that
--- hash joins, PARTITION BY HASH and Citus distribution work with the type and across types.
+-- hash joins, PARTITION BY HASH and Citus distribution work with the type and across types; the
+-- family is complete as the btree one is, with every pair's equality.
 CREATE FUNCTION snowflake_hash(snowflake) RETURNS integer AS 'hashint8'
     LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION snowflake_hash_extended(snowflake, bigint) RETURNS bigint AS 'hashint8extended'
@@ -653,11 +724,20 @@ COMMENT ON OPERATOR CLASS snowflake_hash_ops USING hash IS
     'The default hash operator class of the snowflake type (hash joins, hash aggregation, PARTITION BY HASH)';
 ALTER OPERATOR FAMILY snowflake_hash_ops USING hash ADD
     OPERATOR 1 = (snowflake, bigint),
-    OPERATOR 1 = (bigint, snowflake),
     OPERATOR 1 = (snowflake, integer),
-    OPERATOR 1 = (integer, snowflake),
     OPERATOR 1 = (snowflake, smallint),
+    OPERATOR 1 = (bigint, snowflake),
+    OPERATOR 1 pg_catalog.= (bigint, bigint),
+    OPERATOR 1 pg_catalog.= (bigint, integer),
+    OPERATOR 1 pg_catalog.= (bigint, smallint),
+    OPERATOR 1 = (integer, snowflake),
+    OPERATOR 1 pg_catalog.= (integer, bigint),
+    OPERATOR 1 pg_catalog.= (integer, integer),
+    OPERATOR 1 pg_catalog.= (integer, smallint),
     OPERATOR 1 = (smallint, snowflake),
+    OPERATOR 1 pg_catalog.= (smallint, bigint),
+    OPERATOR 1 pg_catalog.= (smallint, integer),
+    OPERATOR 1 pg_catalog.= (smallint, smallint),
     FUNCTION 1 pg_catalog.hashint8(bigint),
     FUNCTION 2 pg_catalog.hashint8extended(bigint, bigint),
     FUNCTION 1 pg_catalog.hashint4(integer),
