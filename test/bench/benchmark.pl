@@ -789,14 +789,46 @@ SQL
     }
     $session->query_safe("ALTER TABLE type_$_ ADD CONSTRAINT type_${_}_pkey PRIMARY KEY "
           . "USING INDEX type_${_}_id") for @types;
+    # The id of row n of the tables, as pgbench and the loop below compute it.
+    my $first_id = (($start_ms - 1288834974657) << 22) | (1 << 17) | (1 << 12);
+    # Lookups in a loop in the backend itself, which leaves out the client and the protocol:
+    # what is left is the cost of executing one statement, the same each time.
+    my $loop_lookups = min($rows, 200_000);
+    $session->query_safe(sprintf(<<'SQL', $_, $first_id, $rows)) for @types;
+CREATE FUNCTION type_lookups_%1$s(lookups integer) RETURNS bigint LANGUAGE plpgsql
+SET search_path = pg_catalog, public AS $$
+DECLARE
+    found bigint := 0;
+    wanted %1$s;
+    got %1$s;
+BEGIN
+    FOR i IN 0 .. lookups - 1 LOOP
+        wanted := %2$s + ((i::bigint * 7919 %% %3$s) << 22);
+        SELECT id INTO got FROM type_%1$s WHERE id = wanted;
+        found := found + (got IS NOT NULL)::integer;
+    END LOOP;
+    RETURN found;
+END $$
+SQL
+    # An untimed pass of each first: CREATE INDEX writes the index past shared buffers.
+    $session->query_safe("SELECT type_lookups_$_($loop_lookups)") for @types;
+    for my $run (1 .. $repetitions) {
+        for my $type ($in_order->($run)) {
+            my $cpu_before = backend_cpu_ns($session->{backend_pid});
+            my ($found) = timed($session, "SELECT type_lookups_$type($loop_lookups)");
+            die "$found->[0] of $loop_lookups lookups found their row\n"
+              unless $found->[0] == $loop_lookups;
+            push @{ $ms{'loop cpu'}{$type} },
+              (backend_cpu_ns($session->{backend_pid}) - $cpu_before) / 1e3 / $loop_lookups;
+        }
+    }
     my %plans = map {
         my $type = $_;
         $type => [ map { plan_shape($session, sprintf($statements{$_}, $type)) } qw(sort join) ]
     } @types;
     $session->quit;
 
-    # The id of row n of the tables, as pgbench computes it; checked on the last row.
-    my $first_id = (($start_ms - 1288834974657) << 22) | (1 << 17) | (1 << 12);
+    # pgbench's ids checked on the last row.
     my $last_id = $first_id + (($rows - 1) << 22);
     die "the lookups' ids are not the tables' ids\n"
       unless $node->safe_psql('postgres', "SELECT count(*) FROM type_snowflake WHERE id = $last_id")
@@ -826,7 +858,7 @@ SQL
         }
     }
     $node->safe_psql('postgres', join ';', map {
-        "DROP TABLE type_$_, keys_$_, refs_$_, insert_${_}_key"
+        "DROP TABLE type_$_, keys_$_, refs_$_, insert_${_}_key; DROP FUNCTION type_lookups_$_"
     } @types);
 
     say_out("## 10. The snowflake type against bigint\n\n",
@@ -834,7 +866,8 @@ SQL
         "`bigint` and a `snowflake` column: $rows rows for the index and the lookups, $small ",
         "for the sort and the join (each side). One backend without parallel workers or JIT, ",
         "in memory (`work_mem` 1GB, `maintenance_work_mem` 2GB); lookups and inserts through ",
-        "`pgbench -M prepared` (2 threads, $seconds s per run). $repetitions runs of each, ",
+        "`pgbench -M prepared` (2 threads, $seconds s per run), and lookups in a loop in one ",
+        "backend, which leaves out the client and the protocol. $repetitions runs of each, ",
         "interleaved, the order reversed every other run; medians. Backend CPU ms is the CPU ",
         "time of the backend that ran the statement, and backend CPU µs that of pgbench's ",
         "backends (collected by the postmaster as they exit) per transaction: load from other ",
@@ -846,6 +879,8 @@ SQL
         [ "CREATE UNIQUE INDEX, $rows rows, backend CPU ms", 'index cpu', '%.0f' ],
         [ 'primary-key lookups (`WHERE id = :id`), 4 clients, tps', 'lookup', '%.0f' ],
         [ 'primary-key lookups, backend CPU µs per lookup', 'lookup cpu', '%.1f' ],
+        [ "primary-key lookups in a PL/pgSQL loop in one backend, $loop_lookups per run, "
+            . 'backend CPU µs per lookup', 'loop cpu', '%.2f' ],
         [ 'single-row inserts (`DEFAULT snowflake_nextval()`), 8 clients, tps', 'insert', '%.0f' ],
         [ 'single-row inserts, backend CPU µs per insert', 'insert cpu', '%.1f' ],
         [ "`ORDER BY id`, $small rows, ms", 'sort', '%.1f' ],
