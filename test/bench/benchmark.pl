@@ -1,10 +1,14 @@
 #!/usr/bin/env perl
 # The benchmark suite, run through test/bench/run (which builds and installs first): servers come
-# from PostgreSQL's own test modules, load from pgbench, and timed statements from psql's \timing
-# in a background session. Every case runs its alternatives interleaved, BENCH_REPETITIONS times
-# (5), and prints Markdown tables of medians; BENCH_CASES=1,2 runs only some cases. A backend's
-# CPU time comes from /proc/PID/schedstat; that of pgbench's backends, which have exited by the
-# time it is read, from the children's CPU time that the postmaster collects (/proc/PID/stat).
+# from PostgreSQL's own test modules, load from pgbench, and timed statements from psql's \timing in
+# a background session. Every case runs its alternatives interleaved, BENCH_REPETITIONS times (5),
+# and prints Markdown tables of medians; BENCH_CASES=1,2 runs only some cases. The cases: 1 bulk
+# generation, 2 concurrent sessions, 3 inserts, 4 decoding, 5 a time range, 6 the core alone, 7
+# several servers, 8 converting a serial table, 9 the planner hook, 10 the snowflake type against
+# bigint (BENCH_TYPE_ROWS rows for its index, 10,000,000 unless set; a tenth of them for its sort
+# and join). A backend's CPU time comes from /proc/PID/schedstat; that of pgbench's backends, which
+# have exited by the time it is read, from the children's CPU time that the postmaster collects
+# (/proc/PID/stat).
 use strict;
 use warnings;
 
@@ -29,7 +33,7 @@ Test::More->builder->output(File::Spec->devnull);
 
 my $core_bench = shift @ARGV;
 my $repetitions = $ENV{BENCH_REPETITIONS} // 5;
-my %selected = map { $_ => 1 } split /,/, ($ENV{BENCH_CASES} // '1,2,3,4,5,6,7,8,9');
+my %selected = map { $_ => 1 } split /,/, ($ENV{BENCH_CASES} // '1,2,3,4,5,6,7,8,9,10');
 my $ceiling_ids_per_s = 4_096_000;
 my $work_dir = PostgreSQL::Test::Utils::tempdir;
 chomp(my $cores = `nproc`);
@@ -650,6 +654,254 @@ sub hook_cost {
     } 'preloaded', 'not preloaded');
 }
 
+# The process id of a server's postmaster.
+sub postmaster_pid {
+    my ($node) = @_;
+    open my $pidfile, '<', $node->data_dir . '/postmaster.pid' or die "postmaster.pid: $!";
+    chomp(my $pid = <$pidfile>);
+    return $pid;
+}
+
+# Waits until a postmaster has no client backend left (a process title with the client's
+# address: [local] or host(port)), so that the CPU time of every backend that has served a client
+# is in the postmaster's cutime and cstime.
+sub wait_for_no_client_backends {
+    my ($postmaster) = @_;
+    for (my $tries = 0; ; $tries++) {
+        open my $fh, '<', "/proc/$postmaster/task/$postmaster/children"
+          or die "children of $postmaster: $!";
+        my @children = split ' ', scalar(<$fh>) // '';
+        my @backends = grep {
+            open my $title, '<', "/proc/$_/cmdline";    # gone already if this fails
+            $title && (scalar(<$title>) // '') =~ /\[local\]|\(\d+\)/
+        } @children;
+        return unless @backends;
+        die "client backends @backends did not exit\n" if $tries > 200;
+        sleep 0.05;
+    }
+}
+
+# CPU milliseconds of the postmaster's exited children (its cutime and cstime, in clock ticks).
+sub exited_children_cpu_ms {
+    my ($pid) = @_;
+    open my $fh, '<', "/proc/$pid/stat" or die "stat of $pid: $!";
+    # The fields after the command name, whose parentheses may hold spaces, start at the third.
+    my @fields = split ' ', (scalar <$fh>) =~ s/^.*\) //sr;
+    return ($fields[13] + $fields[14]) * 1000 / POSIX::sysconf(POSIX::_SC_CLK_TCK);
+}
+
+# The tps of a pgbench run and the CPU microseconds its backends spent per transaction, which the
+# postmaster collects from each backend as it exits: read before the run and after it, each time
+# once no client backend is left.
+sub pgbench_tps_and_cpu_us {
+    my ($node, @arguments) = @_;
+    my $postmaster = postmaster_pid($node);
+    wait_for_no_client_backends($postmaster);
+    my $cpu_before = exited_children_cpu_ms($postmaster);
+    my ($stdout, $stderr) = run_command(pgbench_command($node, @arguments));
+    wait_for_no_client_backends($postmaster);
+    my ($transactions) = $stdout =~ /number of transactions actually processed: (\d+)/;
+    die "no transaction count in pgbench output:\n$stdout$stderr" unless $transactions;
+    return (tps_of($stdout, $stderr),
+        (exited_children_cpu_ms($postmaster) - $cpu_before) * 1000 / $transactions);
+}
+
+# The plan of a statement as EXPLAIN ANALYZE prints it without timings: the rows, the sort method
+# and the hash batches, which the two types' plans should share.
+sub plan_shape {
+    my ($session, $sql) = @_;
+    my ($plan) = timed($session, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $sql");
+    return join "\n", @$plan;
+}
+
+# Case 10: the snowflake type against bigint, whose representation and functions it shares:
+# building a unique btree index, primary-key lookups, single-row inserts, an in-memory sort and
+# a hash join, on the same ids in the same order.
+sub type_cost {
+    my ($node) = @_;
+    my $rows = $ENV{BENCH_TYPE_ROWS} // 10_000_000;
+    my $small = int($rows / 10);
+    my $seconds = 5;
+    my $start_ms = 1764547200000;    # 2025-12-01 00:00:00 UTC
+    my @types = qw(bigint snowflake);
+    my $session = open_session($node);
+    # One backend does each timed statement, in memory and without JIT; a scan reads its table
+    # from the first block, so that the two tables are read alike; the join is a hash join.
+    $session->query_safe($_) for ('SET max_parallel_workers_per_gather = 0',
+        'SET max_parallel_maintenance_workers = 0', "SET work_mem = '1GB'",
+        "SET maintenance_work_mem = '2GB'", 'SET jit = off', 'SET synchronize_seqscans = off',
+        'SET enable_mergejoin = off', 'SET enable_nestloop = off');
+    # Ids 1 ms apart, so that pgbench can compute any of them, stored shuffled, so that sorting
+    # them is work; the smaller tables hold the first tenth of them, and the same ids reshuffled
+    # to join with.
+    $session->query_safe(<<"SQL");
+CREATE TABLE type_bigint (id bigint NOT NULL);
+INSERT INTO type_bigint
+SELECT snowflake_encode($start_ms + n, 1, 1, 0) FROM generate_series(0, $rows - 1) AS n
+ORDER BY random();
+CREATE TABLE type_snowflake (id snowflake NOT NULL);
+INSERT INTO type_snowflake SELECT id FROM type_bigint;
+CREATE TABLE keys_bigint AS SELECT id FROM type_bigint LIMIT $small;
+CREATE TABLE keys_snowflake AS SELECT id::snowflake AS id FROM keys_bigint;
+CREATE TABLE refs_bigint AS SELECT id FROM keys_bigint ORDER BY random();
+CREATE TABLE refs_snowflake AS SELECT id::snowflake AS id FROM refs_bigint;
+CREATE TABLE insert_bigint_key (id bigint PRIMARY KEY DEFAULT snowflake_nextval());
+CREATE TABLE insert_snowflake_key (id snowflake PRIMARY KEY DEFAULT snowflake_nextval());
+ANALYZE
+SQL
+    # Every page all-visible, so that the scans and the index-only lookups treat both tables
+    # alike; VACUUM skips the pages it cannot lock at once, which a page being written holds.
+    my $not_all_visible = q(SELECT string_agg(relname, ', ') FROM pg_class
+        WHERE relname ~ '^(type|keys|refs)_' AND relkind = 'r' AND relallvisible < relpages);
+    for (my $tries = 0; ((timed($session, $not_all_visible))[0][0] // '') ne ''; $tries++) {
+        die "not all-visible after $tries VACUUMs\n" if $tries == 5;
+        $session->query_safe('CHECKPOINT');
+        $session->query_safe('VACUUM type_bigint, type_snowflake, keys_bigint, keys_snowflake, '
+              . 'refs_bigint, refs_snowflake');
+    }
+    $session->query_safe('CHECKPOINT');
+    my %statements = (
+        sort => "SELECT id FROM keys_%s ORDER BY id OFFSET $small",
+        join => 'SELECT count(*) FROM keys_%1$s AS k JOIN refs_%1$s AS r ON r.id = k.id');
+    my $in_order = sub { $_[0] % 2 ? @types : reverse @types };
+    my %ms;
+    my $timed_with_cpu = sub {
+        my ($operation, $type, $sql) = @_;
+        my $cpu_before = backend_cpu_ns($session->{backend_pid});
+        push @{ $ms{$operation}{$type} }, timed_ms($session, $sql);
+        push @{ $ms{"$operation cpu"}{$type} },
+          (backend_cpu_ns($session->{backend_pid}) - $cpu_before) / 1e6;
+    };
+    for my $run (1 .. $repetitions) {
+        for my $type ($in_order->($run)) {
+            $session->query_safe("DROP INDEX IF EXISTS type_${type}_id");
+            $timed_with_cpu->('index', $type,
+                "CREATE UNIQUE INDEX type_${type}_id ON type_$type (id)");
+        }
+    }
+    # Untimed passes first, so that every timed one finds the tables in shared buffers.
+    for my $operation (qw(sort join)) {
+        $session->query_safe(sprintf($statements{$operation}, $_)) for @types;
+        for my $run (1 .. $repetitions) {
+            $timed_with_cpu->($operation, $_, sprintf($statements{$operation}, $_))
+              for $in_order->($run);
+        }
+    }
+    $session->query_safe("ALTER TABLE type_$_ ADD CONSTRAINT type_${_}_pkey PRIMARY KEY "
+          . "USING INDEX type_${_}_id") for @types;
+    # The id of row n of the tables, as pgbench and the loop below compute it.
+    my $first_id = (($start_ms - 1288834974657) << 22) | (1 << 17) | (1 << 12);
+    # Lookups in a loop in the backend itself, which leaves out the client and the protocol:
+    # what is left is the cost of executing one statement, the same each time.
+    my $loop_lookups = min($rows, 200_000);
+    $session->query_safe(sprintf(<<'SQL', $_, $first_id, $rows)) for @types;
+CREATE FUNCTION type_lookups_%1$s(lookups integer) RETURNS bigint LANGUAGE plpgsql
+SET search_path = pg_catalog, public AS $$
+DECLARE
+    found bigint := 0;
+    wanted %1$s;
+    got %1$s;
+BEGIN
+    FOR i IN 0 .. lookups - 1 LOOP
+        wanted := %2$s + ((i::bigint * 7919 %% %3$s) << 22);
+        SELECT id INTO got FROM type_%1$s WHERE id = wanted;
+        found := found + (got IS NOT NULL)::integer;
+    END LOOP;
+    RETURN found;
+END $$
+SQL
+    # An untimed pass of each first: CREATE INDEX writes the index past shared buffers.
+    $session->query_safe("SELECT type_lookups_$_($loop_lookups)") for @types;
+    for my $run (1 .. $repetitions) {
+        for my $type ($in_order->($run)) {
+            my $cpu_before = backend_cpu_ns($session->{backend_pid});
+            my ($found) = timed($session, "SELECT type_lookups_$type($loop_lookups)");
+            die "$found->[0] of $loop_lookups lookups found their row\n"
+              unless $found->[0] == $loop_lookups;
+            push @{ $ms{'loop cpu'}{$type} },
+              (backend_cpu_ns($session->{backend_pid}) - $cpu_before) / 1e3 / $loop_lookups;
+        }
+    }
+    my %plans = map {
+        my $type = $_;
+        $type => [ map { plan_shape($session, sprintf($statements{$_}, $type)) } qw(sort join) ]
+    } @types;
+    $session->quit;
+
+    # pgbench's ids checked on the last row.
+    my $last_id = $first_id + (($rows - 1) << 22);
+    die "the lookups' ids are not the tables' ids\n"
+      unless $node->safe_psql('postgres', "SELECT count(*) FROM type_snowflake WHERE id = $last_id")
+      == 1;
+    my $lookup = sub {
+        script('type_lookup', "\\set n random(0, $rows - 1)\n\\set id $first_id + (:n << 22)\n"
+              . "SELECT id FROM type_$_[0] WHERE id = :id");
+    };
+    # An untimed run of each first: CREATE INDEX writes the index past shared buffers.
+    pgbench_tps($node, '-M', 'prepared', '-c', 4, '-j', 2, '-T', 2, '-f', $lookup->($_)) for @types;
+    my %tps;
+    for my $run (1 .. $repetitions) {
+        for my $type ($in_order->($run)) {
+            my ($tps, $cpu_us) = pgbench_tps_and_cpu_us($node, '-M', 'prepared', '-c', 4, '-j', 2,
+                '-T', $seconds, '-f', $lookup->($type));
+            push @{ $tps{lookup}{$type} }, $tps;
+            push @{ $tps{'lookup cpu'}{$type} }, $cpu_us;
+        }
+    }
+    for my $run (1 .. $repetitions) {
+        for my $type ($in_order->($run)) {
+            my ($tps, $cpu_us) = pgbench_tps_and_cpu_us($node, '-M', 'prepared', '-c', 8, '-j', 2,
+                '-T', $seconds, '-f',
+                script('type_insert', "INSERT INTO insert_${type}_key DEFAULT VALUES"));
+            push @{ $tps{insert}{$type} }, $tps;
+            push @{ $tps{'insert cpu'}{$type} }, $cpu_us;
+        }
+    }
+    $node->safe_psql('postgres', join ';', map {
+        "DROP TABLE type_$_, keys_$_, refs_$_, insert_${_}_key; DROP FUNCTION type_lookups_$_"
+    } @types);
+
+    say_out("## 10. The snowflake type against bigint\n\n",
+        "The same ids (`snowflake_encode()`, 1 ms apart) in the same shuffled order in a ",
+        "`bigint` and a `snowflake` column: $rows rows for the index and the lookups, $small ",
+        "for the sort and the join (each side). One backend without parallel workers or JIT, ",
+        "in memory (`work_mem` 1GB, `maintenance_work_mem` 2GB); lookups and inserts through ",
+        "`pgbench -M prepared` (2 threads, $seconds s per run), and lookups in a loop in one ",
+        "backend, which leaves out the client and the protocol. $repetitions runs of each, ",
+        "interleaved, the order reversed every other run; medians. Backend CPU ms is the CPU ",
+        "time of the backend that ran the statement, and backend CPU µs that of pgbench's ",
+        "backends (collected by the postmaster as they exit) per transaction: load from other ",
+        "processes does not inflate them as it does elapsed time and tps. The ratio is ",
+        "snowflake / bigint: the type costs more where it is above 1 for ms and µs, below 1 for ",
+        "tps.\n\n");
+    my @operations = (
+        [ "CREATE UNIQUE INDEX, $rows rows, ms", 'index', '%.0f' ],
+        [ "CREATE UNIQUE INDEX, $rows rows, backend CPU ms", 'index cpu', '%.0f' ],
+        [ 'primary-key lookups (`WHERE id = :id`), 4 clients, tps', 'lookup', '%.0f' ],
+        [ 'primary-key lookups, backend CPU µs per lookup', 'lookup cpu', '%.1f' ],
+        [ "primary-key lookups in a PL/pgSQL loop in one backend, $loop_lookups per run, "
+            . 'backend CPU µs per lookup', 'loop cpu', '%.2f' ],
+        [ 'single-row inserts (`DEFAULT snowflake_nextval()`), 8 clients, tps', 'insert', '%.0f' ],
+        [ 'single-row inserts, backend CPU µs per insert', 'insert cpu', '%.1f' ],
+        [ "`ORDER BY id`, $small rows, ms", 'sort', '%.1f' ],
+        [ "`ORDER BY id`, $small rows, backend CPU ms", 'sort cpu', '%.1f' ],
+        [ "hash join on id, $small x $small rows, ms", 'join', '%.1f' ],
+        [ "hash join on id, $small x $small rows, backend CPU ms", 'join cpu', '%.1f' ],
+    );
+    table([ 'operation', 'bigint', 'snowflake', 'snowflake / bigint' ], map {
+        my ($label, $key, $format) = @$_;
+        my $figures = $ms{$key} // $tps{$key};
+        my ($bigint, $snowflake) = map { median(@{ $figures->{$_} }) } @types;
+        [ $label, fmt($format, $bigint), fmt($format, $snowflake),
+          fmt('%.3f', $snowflake / $bigint) ]
+    } @operations);
+    my $renamed = join("\n", @{ $plans{snowflake} }) =~ s/snowflake/bigint/gr;
+    my $same = $renamed eq join("\n", @{ $plans{bigint} });
+    say_out("Plans of the sort and the join over `snowflake` (`EXPLAIN ANALYZE`); those over ",
+        "`bigint` are ", $same ? 'the same but for the table names' : 'below them', ":\n\n```\n",
+        join("\n\n", @{ $plans{snowflake} }, $same ? () : @{ $plans{bigint} }), "\n```\n\n");
+}
+
 # Runs the selected cases on one preloaded server (cases 7 and 9 start more).
 sub run_cases {
 my $started = time;
@@ -662,7 +914,7 @@ my ($server_version) = run_command([ 'postgres', '--version' ]);
 say_out("# snowflake benchmarks\n\n",
     "Machine: $machine, $cores cores, Debian $debian, $server_version.\n\n");
 my @cases = (\&bulk_generation, \&concurrency, \&inserts, \&decoding, \&time_range, \&core,
-    \&servers, \&conversion, \&hook_cost);
+    \&servers, \&conversion, \&hook_cost, \&type_cost);
 for my $number (1 .. @cases) {
     $cases[ $number - 1 ]->($node) if $selected{$number};
 }
