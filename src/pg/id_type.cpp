@@ -1,7 +1,7 @@
 // The snowflake type's own functions: reading its text and binary forms and the casts from the
 // integer types and numeric, each refusing what no id can be. Everything else the type does (its
-// output, binary output, comparisons, hashing, sorting) is bigint's own code, declared over the
-// type in the install script, since the two share their representation.
+// output, binary output, comparisons, hashing, sorting) is bigint's own code, reached through
+// id_operators.cpp or named in the install script, since the two share their representation.
 
 extern "C" {
 #include "postgres.h"

@@ -183,20 +183,20 @@ COMMENT ON FUNCTION snowflake_fleet_summary() IS
 -- The snowflake type ----------------------------------------------------------------------------
 -- A bigint in storage, on the wire and in every comparison, that PostgreSQL's JSON functions write
 -- as a string, so that an id arrives exact in JavaScript. doc/design.md "The snowflake type" gives
--- the reason for each cast and operator. Where nothing needs checking, its functions are bigint's
--- own (LANGUAGE internal), so that it costs what bigint costs; all are IMMUTABLE, STRICT and
--- PARALLEL SAFE, and the comparisons LEAKPROOF as bigint's are.
+-- the reason for each cast and operator. Where nothing needs checking, its functions forward their
+-- calls to bigint's own (src/pg/id_operators.cpp), so that it costs what bigint costs; all are
+-- IMMUTABLE, STRICT and PARALLEL SAFE, and the comparisons LEAKPROOF as bigint's are.
 
 CREATE TYPE snowflake;
 
 CREATE FUNCTION snowflake_in(cstring) RETURNS snowflake
     AS 'MODULE_PATHNAME', 'snowflake_in' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION snowflake_out(snowflake) RETURNS cstring AS 'int8out'
-    LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_out(snowflake) RETURNS cstring
+    AS 'MODULE_PATHNAME', 'snowflake_out' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION snowflake_recv(internal) RETURNS snowflake
     AS 'MODULE_PATHNAME', 'snowflake_recv' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION snowflake_send(snowflake) RETURNS bytea AS 'int8send'
-    LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_send(snowflake) RETURNS bytea
+    AS 'MODULE_PATHNAME', 'snowflake_send' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 CREATE TYPE snowflake (
     INPUT = snowflake_in,
@@ -231,12 +231,12 @@ CREATE FUNCTION snowflake(smallint) RETURNS snowflake
     AS 'MODULE_PATHNAME', 'snowflake_from_smallint' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION snowflake(numeric) RETURNS snowflake
     AS 'MODULE_PATHNAME', 'snowflake_from_numeric' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION snowflake_to_numeric(snowflake) RETURNS numeric AS 'int8_numeric'
-    LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION snowflake_to_integer(snowflake) RETURNS integer AS 'int84'
-    LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION snowflake_to_smallint(snowflake) RETURNS smallint AS 'int82'
-    LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_to_numeric(snowflake) RETURNS numeric
+    AS 'MODULE_PATHNAME', 'snowflake_to_numeric' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_to_integer(snowflake) RETURNS integer
+    AS 'MODULE_PATHNAME', 'snowflake_to_integer' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_to_smallint(snowflake) RETURNS smallint
+    AS 'MODULE_PATHNAME', 'snowflake_to_smallint' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake(bigint) IS
     'A bigint as a snowflake value; a negative one is refused (22003)';
 COMMENT ON FUNCTION snowflake(integer) IS
@@ -275,164 +275,213 @@ COMMENT ON CAST (snowflake AS smallint) IS 'On assignment, as from bigint to sma
 -- Comparisons with the type and each integer type on either side: bigint's own functions, since
 -- the representation is bigint's. With integer and smallint spelled out, id = 123 has one best
 -- match rather than several equally good ones through the casts.
-CREATE FUNCTION snowflake_eq(snowflake, snowflake) RETURNS boolean AS 'int8eq'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_eq(snowflake, snowflake) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_eq_snowflake_snowflake'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_eq(snowflake, snowflake) IS 'snowflake = snowflake';
-CREATE FUNCTION snowflake_ne(snowflake, snowflake) RETURNS boolean AS 'int8ne'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_ne(snowflake, snowflake) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_ne_snowflake_snowflake'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_ne(snowflake, snowflake) IS 'snowflake <> snowflake';
-CREATE FUNCTION snowflake_lt(snowflake, snowflake) RETURNS boolean AS 'int8lt'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_lt(snowflake, snowflake) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_lt_snowflake_snowflake'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_lt(snowflake, snowflake) IS 'snowflake < snowflake';
-CREATE FUNCTION snowflake_le(snowflake, snowflake) RETURNS boolean AS 'int8le'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_le(snowflake, snowflake) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_le_snowflake_snowflake'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_le(snowflake, snowflake) IS 'snowflake <= snowflake';
-CREATE FUNCTION snowflake_gt(snowflake, snowflake) RETURNS boolean AS 'int8gt'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_gt(snowflake, snowflake) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_gt_snowflake_snowflake'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_gt(snowflake, snowflake) IS 'snowflake > snowflake';
-CREATE FUNCTION snowflake_ge(snowflake, snowflake) RETURNS boolean AS 'int8ge'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_ge(snowflake, snowflake) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_ge_snowflake_snowflake'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_ge(snowflake, snowflake) IS 'snowflake >= snowflake';
-CREATE FUNCTION snowflake_cmp(snowflake, snowflake) RETURNS integer AS 'btint8cmp'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_cmp(snowflake, snowflake) RETURNS integer
+    AS 'MODULE_PATHNAME', 'snowflake_cmp_snowflake_snowflake'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_cmp(snowflake, snowflake) IS
     'Orders a snowflake and a snowflake value: -1, 0 or 1 (btree support)';
 
-CREATE FUNCTION snowflake_eq(snowflake, bigint) RETURNS boolean AS 'int8eq'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_eq(snowflake, bigint) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_eq_snowflake_bigint'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_eq(snowflake, bigint) IS 'snowflake = bigint';
-CREATE FUNCTION snowflake_ne(snowflake, bigint) RETURNS boolean AS 'int8ne'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_ne(snowflake, bigint) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_ne_snowflake_bigint'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_ne(snowflake, bigint) IS 'snowflake <> bigint';
-CREATE FUNCTION snowflake_lt(snowflake, bigint) RETURNS boolean AS 'int8lt'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_lt(snowflake, bigint) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_lt_snowflake_bigint'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_lt(snowflake, bigint) IS 'snowflake < bigint';
-CREATE FUNCTION snowflake_le(snowflake, bigint) RETURNS boolean AS 'int8le'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_le(snowflake, bigint) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_le_snowflake_bigint'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_le(snowflake, bigint) IS 'snowflake <= bigint';
-CREATE FUNCTION snowflake_gt(snowflake, bigint) RETURNS boolean AS 'int8gt'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_gt(snowflake, bigint) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_gt_snowflake_bigint'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_gt(snowflake, bigint) IS 'snowflake > bigint';
-CREATE FUNCTION snowflake_ge(snowflake, bigint) RETURNS boolean AS 'int8ge'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_ge(snowflake, bigint) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_ge_snowflake_bigint'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_ge(snowflake, bigint) IS 'snowflake >= bigint';
-CREATE FUNCTION snowflake_cmp(snowflake, bigint) RETURNS integer AS 'btint8cmp'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_cmp(snowflake, bigint) RETURNS integer
+    AS 'MODULE_PATHNAME', 'snowflake_cmp_snowflake_bigint'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_cmp(snowflake, bigint) IS
     'Orders a snowflake and a bigint value: -1, 0 or 1 (btree support)';
 
-CREATE FUNCTION snowflake_eq(bigint, snowflake) RETURNS boolean AS 'int8eq'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_eq(bigint, snowflake) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_eq_bigint_snowflake'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_eq(bigint, snowflake) IS 'bigint = snowflake';
-CREATE FUNCTION snowflake_ne(bigint, snowflake) RETURNS boolean AS 'int8ne'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_ne(bigint, snowflake) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_ne_bigint_snowflake'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_ne(bigint, snowflake) IS 'bigint <> snowflake';
-CREATE FUNCTION snowflake_lt(bigint, snowflake) RETURNS boolean AS 'int8lt'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_lt(bigint, snowflake) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_lt_bigint_snowflake'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_lt(bigint, snowflake) IS 'bigint < snowflake';
-CREATE FUNCTION snowflake_le(bigint, snowflake) RETURNS boolean AS 'int8le'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_le(bigint, snowflake) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_le_bigint_snowflake'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_le(bigint, snowflake) IS 'bigint <= snowflake';
-CREATE FUNCTION snowflake_gt(bigint, snowflake) RETURNS boolean AS 'int8gt'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_gt(bigint, snowflake) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_gt_bigint_snowflake'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_gt(bigint, snowflake) IS 'bigint > snowflake';
-CREATE FUNCTION snowflake_ge(bigint, snowflake) RETURNS boolean AS 'int8ge'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_ge(bigint, snowflake) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_ge_bigint_snowflake'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_ge(bigint, snowflake) IS 'bigint >= snowflake';
-CREATE FUNCTION snowflake_cmp(bigint, snowflake) RETURNS integer AS 'btint8cmp'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_cmp(bigint, snowflake) RETURNS integer
+    AS 'MODULE_PATHNAME', 'snowflake_cmp_bigint_snowflake'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_cmp(bigint, snowflake) IS
     'Orders a bigint and a snowflake value: -1, 0 or 1 (btree support)';
 
-CREATE FUNCTION snowflake_eq(snowflake, integer) RETURNS boolean AS 'int84eq'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_eq(snowflake, integer) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_eq_snowflake_integer'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_eq(snowflake, integer) IS 'snowflake = integer';
-CREATE FUNCTION snowflake_ne(snowflake, integer) RETURNS boolean AS 'int84ne'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_ne(snowflake, integer) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_ne_snowflake_integer'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_ne(snowflake, integer) IS 'snowflake <> integer';
-CREATE FUNCTION snowflake_lt(snowflake, integer) RETURNS boolean AS 'int84lt'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_lt(snowflake, integer) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_lt_snowflake_integer'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_lt(snowflake, integer) IS 'snowflake < integer';
-CREATE FUNCTION snowflake_le(snowflake, integer) RETURNS boolean AS 'int84le'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_le(snowflake, integer) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_le_snowflake_integer'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_le(snowflake, integer) IS 'snowflake <= integer';
-CREATE FUNCTION snowflake_gt(snowflake, integer) RETURNS boolean AS 'int84gt'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_gt(snowflake, integer) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_gt_snowflake_integer'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_gt(snowflake, integer) IS 'snowflake > integer';
-CREATE FUNCTION snowflake_ge(snowflake, integer) RETURNS boolean AS 'int84ge'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_ge(snowflake, integer) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_ge_snowflake_integer'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_ge(snowflake, integer) IS 'snowflake >= integer';
-CREATE FUNCTION snowflake_cmp(snowflake, integer) RETURNS integer AS 'btint84cmp'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_cmp(snowflake, integer) RETURNS integer
+    AS 'MODULE_PATHNAME', 'snowflake_cmp_snowflake_integer'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_cmp(snowflake, integer) IS
     'Orders a snowflake and a integer value: -1, 0 or 1 (btree support)';
 
-CREATE FUNCTION snowflake_eq(integer, snowflake) RETURNS boolean AS 'int48eq'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_eq(integer, snowflake) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_eq_integer_snowflake'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_eq(integer, snowflake) IS 'integer = snowflake';
-CREATE FUNCTION snowflake_ne(integer, snowflake) RETURNS boolean AS 'int48ne'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_ne(integer, snowflake) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_ne_integer_snowflake'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_ne(integer, snowflake) IS 'integer <> snowflake';
-CREATE FUNCTION snowflake_lt(integer, snowflake) RETURNS boolean AS 'int48lt'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_lt(integer, snowflake) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_lt_integer_snowflake'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_lt(integer, snowflake) IS 'integer < snowflake';
-CREATE FUNCTION snowflake_le(integer, snowflake) RETURNS boolean AS 'int48le'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_le(integer, snowflake) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_le_integer_snowflake'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_le(integer, snowflake) IS 'integer <= snowflake';
-CREATE FUNCTION snowflake_gt(integer, snowflake) RETURNS boolean AS 'int48gt'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_gt(integer, snowflake) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_gt_integer_snowflake'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_gt(integer, snowflake) IS 'integer > snowflake';
-CREATE FUNCTION snowflake_ge(integer, snowflake) RETURNS boolean AS 'int48ge'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_ge(integer, snowflake) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_ge_integer_snowflake'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_ge(integer, snowflake) IS 'integer >= snowflake';
-CREATE FUNCTION snowflake_cmp(integer, snowflake) RETURNS integer AS 'btint48cmp'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_cmp(integer, snowflake) RETURNS integer
+    AS 'MODULE_PATHNAME', 'snowflake_cmp_integer_snowflake'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_cmp(integer, snowflake) IS
     'Orders a integer and a snowflake value: -1, 0 or 1 (btree support)';
 
-CREATE FUNCTION snowflake_eq(snowflake, smallint) RETURNS boolean AS 'int82eq'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_eq(snowflake, smallint) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_eq_snowflake_smallint'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_eq(snowflake, smallint) IS 'snowflake = smallint';
-CREATE FUNCTION snowflake_ne(snowflake, smallint) RETURNS boolean AS 'int82ne'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_ne(snowflake, smallint) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_ne_snowflake_smallint'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_ne(snowflake, smallint) IS 'snowflake <> smallint';
-CREATE FUNCTION snowflake_lt(snowflake, smallint) RETURNS boolean AS 'int82lt'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_lt(snowflake, smallint) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_lt_snowflake_smallint'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_lt(snowflake, smallint) IS 'snowflake < smallint';
-CREATE FUNCTION snowflake_le(snowflake, smallint) RETURNS boolean AS 'int82le'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_le(snowflake, smallint) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_le_snowflake_smallint'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_le(snowflake, smallint) IS 'snowflake <= smallint';
-CREATE FUNCTION snowflake_gt(snowflake, smallint) RETURNS boolean AS 'int82gt'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_gt(snowflake, smallint) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_gt_snowflake_smallint'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_gt(snowflake, smallint) IS 'snowflake > smallint';
-CREATE FUNCTION snowflake_ge(snowflake, smallint) RETURNS boolean AS 'int82ge'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_ge(snowflake, smallint) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_ge_snowflake_smallint'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_ge(snowflake, smallint) IS 'snowflake >= smallint';
-CREATE FUNCTION snowflake_cmp(snowflake, smallint) RETURNS integer AS 'btint82cmp'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_cmp(snowflake, smallint) RETURNS integer
+    AS 'MODULE_PATHNAME', 'snowflake_cmp_snowflake_smallint'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_cmp(snowflake, smallint) IS
     'Orders a snowflake and a smallint value: -1, 0 or 1 (btree support)';
 
-CREATE FUNCTION snowflake_eq(smallint, snowflake) RETURNS boolean AS 'int28eq'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_eq(smallint, snowflake) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_eq_smallint_snowflake'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_eq(smallint, snowflake) IS 'smallint = snowflake';
-CREATE FUNCTION snowflake_ne(smallint, snowflake) RETURNS boolean AS 'int28ne'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_ne(smallint, snowflake) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_ne_smallint_snowflake'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_ne(smallint, snowflake) IS 'smallint <> snowflake';
-CREATE FUNCTION snowflake_lt(smallint, snowflake) RETURNS boolean AS 'int28lt'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_lt(smallint, snowflake) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_lt_smallint_snowflake'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_lt(smallint, snowflake) IS 'smallint < snowflake';
-CREATE FUNCTION snowflake_le(smallint, snowflake) RETURNS boolean AS 'int28le'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_le(smallint, snowflake) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_le_smallint_snowflake'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_le(smallint, snowflake) IS 'smallint <= snowflake';
-CREATE FUNCTION snowflake_gt(smallint, snowflake) RETURNS boolean AS 'int28gt'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_gt(smallint, snowflake) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_gt_smallint_snowflake'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_gt(smallint, snowflake) IS 'smallint > snowflake';
-CREATE FUNCTION snowflake_ge(smallint, snowflake) RETURNS boolean AS 'int28ge'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_ge(smallint, snowflake) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_ge_smallint_snowflake'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_ge(smallint, snowflake) IS 'smallint >= snowflake';
-CREATE FUNCTION snowflake_cmp(smallint, snowflake) RETURNS integer AS 'btint28cmp'
-    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_cmp(smallint, snowflake) RETURNS integer
+    AS 'MODULE_PATHNAME', 'snowflake_cmp_smallint_snowflake'
+    LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_cmp(smallint, snowflake) IS
     'Orders a smallint and a snowflake value: -1, 0 or 1 (btree support)';
 
@@ -583,8 +632,8 @@ COMMENT ON OPERATOR >= (smallint, snowflake) IS 'greater than or equal to';
 -- pair of a family's types (to unique-ify a subquery's integers for a semi join with ids, to sort
 -- both sides of a merge join), and since an operator in integer_ops alone would no longer be
 -- grouped by the planner with bigint's own, which this family holds too.
-CREATE FUNCTION snowflake_in_range(snowflake, snowflake, bigint, boolean, boolean)
-    RETURNS boolean AS 'in_range_int8_int8' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_in_range(snowflake, snowflake, bigint, boolean, boolean) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'snowflake_in_range' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_in_range(snowflake, snowflake, bigint, boolean, boolean) IS
     'Window frames RANGE BETWEEN n PRECEDING AND n FOLLOWING over a snowflake column';
 
@@ -704,10 +753,10 @@ ALTER OPERATOR FAMILY snowflake_ops USING btree ADD
 -- hash: bigint's hashes, which agree with integer's and smallint's for equal values, so that
 -- hash joins, PARTITION BY HASH and Citus distribution work with the type and across types; the
 -- family is complete as the btree one is, with every pair's equality.
-CREATE FUNCTION snowflake_hash(snowflake) RETURNS integer AS 'hashint8'
-    LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION snowflake_hash_extended(snowflake, bigint) RETURNS bigint AS 'hashint8extended'
-    LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_hash(snowflake) RETURNS integer
+    AS 'MODULE_PATHNAME', 'snowflake_hash' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_hash_extended(snowflake, bigint) RETURNS bigint
+    AS 'MODULE_PATHNAME', 'snowflake_hash_extended' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_hash(snowflake) IS 'The hash of a snowflake value (bigint''s)';
 COMMENT ON FUNCTION snowflake_hash_extended(snowflake, bigint) IS
     'The seeded hash of a snowflake value (bigint''s), for PARTITION BY HASH';
@@ -780,11 +829,12 @@ ALTER OPERATOR FAMILY snowflake_minmax_ops USING brin ADD
     OPERATOR 5 > (snowflake, smallint);
 
 -- min() and max() of the type return the type (still a string in JSON) and use a btree index.
-CREATE FUNCTION snowflake_smaller(snowflake, snowflake) RETURNS snowflake AS 'int8smaller'
-    LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION snowflake_larger(snowflake, snowflake) RETURNS snowflake AS 'int8larger'
-    LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION snowflake_smaller(snowflake, snowflake) IS 'The smaller of two snowflake values';
+CREATE FUNCTION snowflake_smaller(snowflake, snowflake) RETURNS snowflake
+    AS 'MODULE_PATHNAME', 'snowflake_smaller' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_larger(snowflake, snowflake) RETURNS snowflake
+    AS 'MODULE_PATHNAME', 'snowflake_larger' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION snowflake_smaller(snowflake, snowflake) IS
+    'The smaller of two snowflake values';
 COMMENT ON FUNCTION snowflake_larger(snowflake, snowflake) IS 'The larger of two snowflake values';
 CREATE AGGREGATE min(snowflake) (
     SFUNC = snowflake_smaller,
