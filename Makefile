@@ -19,7 +19,6 @@ OBJS = \
 	src/pg/fleet_refusal.o \
 	src/pg/fleet_setting.o \
 	src/pg/generate.o \
-	src/pg/id_operators.o \
 	src/pg/id_type.o \
 	src/pg/keys_floor.o \
 	src/pg/library_objects.o \

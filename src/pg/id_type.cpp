@@ -1,7 +1,8 @@
-// The snowflake type's own functions: reading its text and binary forms and the casts from the
-// integer types and numeric, each refusing what no id can be. Everything else the type does (its
-// output, binary output, comparisons, hashing, sorting) is bigint's own code, reached through
-// id_operators.cpp or named in the install script, since the two share their representation.
+// The snowflake type's functions: reading its text and binary forms and the casts from the integer
+// types and numeric, each refusing what no id can be; and its output, binary output and casts to
+// numeric and the smaller integers, which are bigint's own code under the type's signatures. Its
+// comparisons, hashing and sorting are bigint's own operators, reached through the binary cast
+// (doc/design.md "The snowflake type").
 
 extern "C" {
 #include "postgres.h"
@@ -125,3 +126,22 @@ Datum snowflake_from_numeric(PG_FUNCTION_ARGS) {
     }
     PG_RETURN_DATUM(DirectFunctionCall1(numeric_int8, rounded));
 }
+
+// Declares name, a function of the type with bigint's representation, as PostgreSQL's function for
+// bigint, called with the same arguments. A C function of the library rather than a LANGUAGE
+// internal declaration of PostgreSQL's: PostgreSQL finds a C function by OID in a hash table, but
+// an internal function that is not one of its own by comparing its name with each of its built-in
+// functions' names in turn, whenever a statement starts using it (doc/performance.md, case 10).
+#define FORWARD_TO_BIGINT(name, builtin) \
+    extern "C" {                         \
+    PG_FUNCTION_INFO_V1(name);           \
+    }                                    \
+    Datum name(PG_FUNCTION_ARGS) {       \
+        return builtin(fcinfo);          \
+    }
+
+FORWARD_TO_BIGINT(snowflake_out, int8out)
+FORWARD_TO_BIGINT(snowflake_send, int8send)
+FORWARD_TO_BIGINT(snowflake_to_numeric, int8_numeric)
+FORWARD_TO_BIGINT(snowflake_to_integer, int84)
+FORWARD_TO_BIGINT(snowflake_to_smallint, int82)

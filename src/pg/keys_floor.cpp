@@ -40,7 +40,6 @@ extern "C" {
 #include "catalog/pg_index.h"
 #include "catalog/pg_opfamily.h"
 #include "catalog/pg_type.h"
-#include "commands/defrem.h"
 #include "executor/tuptable.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -203,10 +202,8 @@ bool lock_within_budget(Oid relation, TimestampTz budget_end) {
 struct KeyProbe {
     MemoryContext result_context;
     TimestampTz lock_budget_end;
-    // The snowflake type of this installation and its default btree family, or InvalidOid before
-    // version 1.6.
+    // The snowflake type of this installation, or InvalidOid before version 1.6.
     Oid id_type;
-    Oid id_type_family;
     int columns;
     int64 highest_key;       // of this server's pair in the window, or -1
     const char *key_source;  // where it is stored: column, table and database
@@ -248,12 +245,12 @@ bool own_key(Datum value, bool is_null, const snowflake::KeyWindow &window) {
 }
 
 // A btree index whose first column is the key itself, usable to read the key range: valid, with
-// no predicate, ascending, of the integer operator family or the snowflake type's (so that its
-// order is bigint's and its comparisons are PostgreSQL's own or the extension's over bigint's
-// code; a role's own family is neither). Returned locked and open, or null; *locked_out is set
-// when such an index stays locked past the budget.
-Relation open_key_index(Relation table, AttrNumber column, Oid id_type_family,
-                        TimestampTz budget_end, bool *locked_out) {
+// no predicate, ascending, of the integer operator family (so that its order is bigint's and its
+// comparisons are PostgreSQL's own; a snowflake column's indexes are of it too, through the
+// type's binary cast to bigint). Returned locked and open, or null; *locked_out is set when such
+// an index stays locked past the budget.
+Relation open_key_index(Relation table, AttrNumber column, TimestampTz budget_end,
+                        bool *locked_out) {
     List *indexes = RelationGetIndexList(table);
     ListCell *cell;
     foreach (cell, indexes) {
@@ -267,8 +264,7 @@ Relation open_key_index(Relation table, AttrNumber column, Oid id_type_family,
         if (index->rd_rel->relam == BTREE_AM_OID && form->indisvalid && form->indnkeyatts >= 1 &&
             form->indkey.values[0] == column &&
             heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, nullptr) &&
-            (index->rd_opfamily[0] == INTEGER_BTREE_FAM_OID ||
-             (OidIsValid(id_type_family) && index->rd_opfamily[0] == id_type_family)) &&
+            index->rd_opfamily[0] == INTEGER_BTREE_FAM_OID &&
             (index->rd_indoption[0] & INDOPTION_DESC) == 0) {
             return index;
         }
@@ -277,8 +273,8 @@ Relation open_key_index(Relation table, AttrNumber column, Oid id_type_family,
     return nullptr;
 }
 
-// The comparison of the index's own operator family for its column's type, so that the scan
-// orders keys as the index does: bigint's order in either family that open_key_index takes.
+// The comparison of the index's operator family for the type it indexes (bigint), so that the
+// scan compares keys as the index does.
 RegProcedure index_comparison(Relation index, StrategyNumber strategy) {
     const Oid type = index->rd_opcintype[0];
     const Oid comparison = get_opfamily_member(index->rd_opfamily[0], type, type, strategy);
@@ -394,8 +390,7 @@ void probe_column(Oid table_oid, AttrNumber column, const snowflake::KeyWindow &
                                  const_cast<char *>(table_name)};
     error_context_stack = &context;
     bool index_locked_out = false;
-    Relation index = open_key_index(table, column, probe->id_type_family, probe->lock_budget_end,
-                                    &index_locked_out);
+    Relation index = open_key_index(table, column, probe->lock_budget_end, &index_locked_out);
     ColumnKeys found{-1, -1};
     if (index != nullptr) {
         found.in_window =
@@ -431,11 +426,6 @@ KeyProbe probe_keys(Oid nextval_oid, const snowflake::KeyWindow &window, int64 n
     probe.lock_budget_end = GetCurrentTimestamp() + kLockWaitBudgetMs * 1000;
     probe.highest_key = -1;
     probe.id_type = snowflake_id_type_beside(nextval_oid);
-    const Oid id_type_class =
-        OidIsValid(probe.id_type) ? GetDefaultOpClass(probe.id_type, BTREE_AM_OID) : InvalidOid;
-    if (OidIsValid(id_type_class)) {
-        probe.id_type_family = get_opclass_family(id_type_class);
-    }
     SPI_connect();
     Oid oid_type[1] = {OIDOID};
     Datum nextval_argument[1] = {ObjectIdGetDatum(nextval_oid)};

@@ -78,9 +78,8 @@ struct ExtensionFunctions {
     Oid timestamp = InvalidOid;
     Oid min_id = InvalidOid;
     Oid max_id = InvalidOid;
-    // The snowflake type (version 1.6) and its btree family, or InvalidOid before 1.6.
+    // The snowflake type (version 1.6), or InvalidOid before 1.6.
     Oid id_type = InvalidOid;
-    Oid id_type_family = InvalidOid;
 };
 
 ExtensionFunctions known_functions;
@@ -117,10 +116,6 @@ Oid helper_beside(Oid timestamp_function, const char *name) {
     return OidIsValid(helper) && snowflake_is_library_function(helper, name) ? helper : InvalidOid;
 }
 
-Oid default_btree_family(Oid type) {
-    return get_opclass_family(GetDefaultOpClass(type, BTREE_AM_OID));
-}
-
 // Recognises a call of snowflake_timestamp, however it was named in the query.
 bool is_snowflake_timestamp(Oid function) {
     if (function == known_functions.timestamp) {
@@ -137,9 +132,6 @@ bool is_snowflake_timestamp(Oid function) {
         return false;
     }
     found.id_type = snowflake_id_type_beside(function);
-    if (OidIsValid(found.id_type)) {
-        found.id_type_family = default_btree_family(found.id_type);
-    }
     known_functions = found;
     return true;
 }
@@ -175,6 +167,10 @@ bool is_query_constant(Node *node) {
            !checkExprHasSubLink(node);
 }
 
+Oid default_btree_family(Oid type) {
+    return get_opclass_family(GetDefaultOpClass(type, BTREE_AM_OID));
+}
+
 // The btree strategy of a timestamptz comparison, or 0 for any other operator.
 int timestamptz_strategy(Oid operator_oid) {
     static Oid timestamptz_family = InvalidOid;
@@ -184,24 +180,25 @@ int timestamptz_strategy(Oid operator_oid) {
     return get_op_opfamily_strategy(operator_oid, timestamptz_family);
 }
 
-// The btree family whose operators compare the column with a bigint id: bigint's, or the
-// snowflake type's, so that the column's own indexes and partition bounds serve the condition.
-Oid column_family(const Var *column, const ExtensionFunctions &helpers) {
+// column <strategy> helper(bound), as a bigint comparison: a snowflake column is compared through
+// its binary cast to bigint, as PostgreSQL compares it everywhere, which bigint's indexes and
+// partition bounds on the column serve.
+Expr *column_condition(int strategy, Var *column, Oid helper, Node *bound) {
     static Oid int8_family = InvalidOid;
     if (!OidIsValid(int8_family)) {
         int8_family = default_btree_family(INT8OID);
     }
-    return column->vartype == INT8OID ? int8_family : helpers.id_type_family;
-}
-
-// column <strategy> helper(bound), the bound a bigint.
-Expr *column_condition(int strategy, Var *column, Oid family, Oid helper, Node *bound) {
-    const Oid operator_oid = get_opfamily_member(family, column->vartype, INT8OID, strategy);
+    const Oid operator_oid = get_opfamily_member(int8_family, INT8OID, INT8OID, strategy);
+    Expr *key = reinterpret_cast<Expr *>(copy_node(column));
+    if (column->vartype != INT8OID) {
+        key = reinterpret_cast<Expr *>(
+            makeRelabelType(key, INT8OID, -1, InvalidOid, COERCE_IMPLICIT_CAST));
+    }
     FuncExpr *bound_id = makeFuncExpr(helper, INT8OID, list_of(copy_node(bound)), InvalidOid,
                                       InvalidOid, COERCE_EXPLICIT_CALL);
-    auto *condition = reinterpret_cast<OpExpr *>(
-        make_opclause(operator_oid, BOOLOID, false, reinterpret_cast<Expr *>(copy_node(column)),
-                      reinterpret_cast<Expr *>(bound_id), InvalidOid, InvalidOid));
+    auto *condition = reinterpret_cast<OpExpr *>(make_opclause(operator_oid, BOOLOID, false, key,
+                                                               reinterpret_cast<Expr *>(bound_id),
+                                                               InvalidOid, InvalidOid));
     set_opfuncid(condition);
     return reinterpret_cast<Expr *>(condition);
 }
@@ -211,17 +208,15 @@ Expr *column_condition(int strategy, Var *column, Oid family, Oid helper, Node *
 // checked now; a bound known only at run time gets "id <= snowflake_max_id(t)", which holds too
 // and costs at most the rows of one more millisecond.
 List *conditions_for_less_than(Var *column, Node *bound, const ExtensionFunctions &helpers) {
-    const Oid family = column_family(column, helpers);
     if (!IsA(bound, Const)) {
-        return list_of(
-            column_condition(BTLessEqualStrategyNumber, column, family, helpers.max_id, bound));
+        return list_of(column_condition(BTLessEqualStrategyNumber, column, helpers.max_id, bound));
     }
     auto *constant = reinterpret_cast<Const *>(bound);
     if (!constant->constisnull && snowflake::unix_ms_ceil_from_pg_us(DatumGetTimestampTz(
                                       constant->constvalue)) > snowflake::kMaxUnixMs) {
         return NIL;
     }
-    return list_of(column_condition(BTLessStrategyNumber, column, family, helpers.min_id, bound));
+    return list_of(column_condition(BTLessStrategyNumber, column, helpers.min_id, bound));
 }
 
 // What rewriting a statement found out about it.
@@ -267,24 +262,22 @@ List *column_conditions_for(Node *clause, RewriteContext *context) {
     if (!snowflake_may_execute(helpers.min_id) || !snowflake_may_execute(helpers.max_id)) {
         return NIL;
     }
-    const Oid family = column_family(column, helpers);
     switch (strategy) {
         case BTLessStrategyNumber:
             return conditions_for_less_than(column, bound, helpers);
         case BTLessEqualStrategyNumber:
             return list_of(
-                column_condition(BTLessEqualStrategyNumber, column, family, helpers.max_id, bound));
+                column_condition(BTLessEqualStrategyNumber, column, helpers.max_id, bound));
         case BTEqualStrategyNumber:
             return list_of(
-                column_condition(BTGreaterEqualStrategyNumber, column, family, helpers.min_id,
-                                 bound),
-                column_condition(BTLessEqualStrategyNumber, column, family, helpers.max_id, bound));
+                column_condition(BTGreaterEqualStrategyNumber, column, helpers.min_id, bound),
+                column_condition(BTLessEqualStrategyNumber, column, helpers.max_id, bound));
         case BTGreaterEqualStrategyNumber:
-            return list_of(column_condition(BTGreaterEqualStrategyNumber, column, family,
-                                            helpers.min_id, bound));
+            return list_of(
+                column_condition(BTGreaterEqualStrategyNumber, column, helpers.min_id, bound));
         case BTGreaterStrategyNumber:
             return list_of(
-                column_condition(BTGreaterStrategyNumber, column, family, helpers.max_id, bound));
+                column_condition(BTGreaterStrategyNumber, column, helpers.max_id, bound));
         default:
             return NIL;
     }

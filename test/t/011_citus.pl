@@ -107,7 +107,7 @@ $$;
 INSERT INTO typed_events (origin) SELECT 'INSERT ... SELECT' FROM generate_series(1, 10000);
 ));
 is( $coordinator->safe_psql('postgres', q(
-SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || pg_typeof(min(id)) || ' '
+SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || min(pg_typeof(id)::text) || ' '
     || string_agg(DISTINCT snowflake_machine_id(id)::text, '/')
 FROM typed_events)),
     '10100 10100 snowflake 1',

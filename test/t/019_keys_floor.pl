@@ -115,7 +115,7 @@ CREATE TABLE others (id bigint PRIMARY KEY DEFAULT snowflake_nextval());
 
 -- Keyed by the snowflake type: a default that calls snowflake_nextval() inside the assignment
 -- cast, a partitioned table whose partitions take the parent's, a domain's default, and a column
--- with no default but an index of the type's operator family.
+-- with no default but an index (of bigint's operator family, the type's default).
 CREATE TABLE typed (id snowflake PRIMARY KEY DEFAULT snowflake_nextval(), note text);
 CREATE TABLE typed_events (id snowflake NOT NULL DEFAULT snowflake_nextval(), note text)
     PARTITION BY RANGE (id);
@@ -224,7 +224,7 @@ sub restart {
     return $offset;
 }
 
-# The scans of the indexes of the snowflake type's family, which the first read after the start
+# The scans of the indexes on the snowflake columns, which the first read after the start
 # walks rather than reading their tables whole.
 sub typed_index_scans {
     return $node->safe_psql('postgres', q(
