@@ -80,6 +80,8 @@ SELECT pg_temp.refusal($$INSERT INTO t_orders VALUES (-1, 'negative')$$);
 CREATE DOMAIN t_account_ref AS bigint;
 CREATE TABLE t_accounts (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), name text);
 CREATE TABLE t_sessions (account_id bigint NOT NULL REFERENCES t_accounts (id));
+-- An index expression that casts the column to a floating-point type is rebuilt on the type.
+CREATE INDEX t_sessions_as_float ON t_sessions ((account_id::double precision));
 CREATE TABLE t_audits (account t_account_ref REFERENCES t_accounts (id));
 INSERT INTO t_accounts (name) VALUES ('a'), ('b');
 INSERT INTO t_sessions SELECT id FROM t_accounts;
@@ -91,6 +93,8 @@ SELECT * FROM pg_temp.rewritten();
 SELECT pg_temp.shape('t_accounts', 'id') AS key, pg_temp.shape('t_sessions', 'account_id') AS sessions,
        pg_temp.shape('t_audits', 'account') AS audits;
 SELECT count(*) AS unchanged_ids FROM t_accounts JOIN accounts_before USING (id, name);
+SELECT pg_get_indexdef('t_sessions_as_float'::regclass) ~ 'account_id\)::double precision'
+    AS float_index_kept;
 INSERT INTO t_accounts (name) VALUES ('c')
     RETURNING id > (SELECT max(id) FROM accounts_before) AS newer,
               pg_typeof(id), regexp_replace(json_build_object('id', id)::text, '\d{19}', '<id>');

@@ -52,7 +52,8 @@ SELECT (-1)::smallint::snowflake;
 SELECT (-0.5)::snowflake;
 SELECT 9223372036854775808::numeric::snowflake;
 SELECT 'NaN'::numeric::snowflake;
-SELECT 5::snowflake::integer, 5::snowflake::smallint;
+SELECT 5::snowflake::integer, 5::snowflake::smallint, 5::snowflake::double precision,
+       5::snowflake::real;
 SELECT 2147483648::snowflake::integer;
 SELECT castsource::regtype, casttarget::regtype, castcontext, castmethod
 FROM pg_cast WHERE 'snowflake'::regtype IN (castsource, casttarget) ORDER BY 1, 2;

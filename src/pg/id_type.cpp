@@ -1,6 +1,7 @@
 // The snowflake type's functions: reading its text and binary forms and the casts from the integer
 // types and numeric, each refusing what no id can be; and its output, binary output and casts to
-// numeric and the smaller integers, which are bigint's own code under the type's signatures. Its
+// numeric, the smaller integers and the floating-point types, which are bigint's own code under
+// the type's signatures. Its
 // comparisons, hashing and sorting are bigint's own operators, reached through the binary cast
 // (doc/design.md "The snowflake type").
 
@@ -145,3 +146,5 @@ FORWARD_TO_BIGINT(snowflake_send, int8send)
 FORWARD_TO_BIGINT(snowflake_to_numeric, int8_numeric)
 FORWARD_TO_BIGINT(snowflake_to_integer, int84)
 FORWARD_TO_BIGINT(snowflake_to_smallint, int82)
+FORWARD_TO_BIGINT(snowflake_to_double, i8tod)
+FORWARD_TO_BIGINT(snowflake_to_real, i8tof)

@@ -222,7 +222,8 @@ COMMENT ON FUNCTION snowflake_send(snowflake) IS
 -- Casts: into the type checked (no id is negative), out of it free. bigint arrives on assignment
 -- (DEFAULT snowflake_nextval(), INSERT of a bigint), integer and smallint implicitly (a literal
 -- such as 0 in COALESCE(id, 0)); the type becomes a bigint implicitly, so every function taking a
--- bigint id takes it, and a numeric, integer or smallint on assignment, as bigint does.
+-- bigint id takes it, and a numeric, integer or smallint on assignment, as bigint does; the
+-- floating-point types only when asked (an index expression such as id::double precision).
 CREATE FUNCTION snowflake(bigint) RETURNS snowflake
     AS 'MODULE_PATHNAME', 'snowflake_from_bigint' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION snowflake(integer) RETURNS snowflake
@@ -237,6 +238,10 @@ CREATE FUNCTION snowflake_to_integer(snowflake) RETURNS integer
     AS 'MODULE_PATHNAME', 'snowflake_to_integer' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION snowflake_to_smallint(snowflake) RETURNS smallint
     AS 'MODULE_PATHNAME', 'snowflake_to_smallint' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_to_double(snowflake) RETURNS double precision
+    AS 'MODULE_PATHNAME', 'snowflake_to_double' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_to_real(snowflake) RETURNS real
+    AS 'MODULE_PATHNAME', 'snowflake_to_real' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake(bigint) IS
     'A bigint as a snowflake value; a negative one is refused (22003)';
 COMMENT ON FUNCTION snowflake(integer) IS
@@ -251,6 +256,10 @@ COMMENT ON FUNCTION snowflake_to_integer(snowflake) IS
     'A snowflake value as an integer; one above 2147483647 is refused (22003), as bigint''s is';
 COMMENT ON FUNCTION snowflake_to_smallint(snowflake) IS
     'A snowflake value as a smallint; one above 32767 is refused (22003), as bigint''s is';
+COMMENT ON FUNCTION snowflake_to_double(snowflake) IS
+    'A snowflake value as a double precision, rounded to 53 bits as bigint''s is';
+COMMENT ON FUNCTION snowflake_to_real(snowflake) IS
+    'A snowflake value as a real, rounded to 24 bits as bigint''s is';
 
 CREATE CAST (bigint AS snowflake) WITH FUNCTION snowflake(bigint) AS ASSIGNMENT;
 CREATE CAST (integer AS snowflake) WITH FUNCTION snowflake(integer) AS IMPLICIT;
@@ -260,6 +269,8 @@ CREATE CAST (snowflake AS bigint) WITHOUT FUNCTION AS IMPLICIT;
 CREATE CAST (snowflake AS numeric) WITH FUNCTION snowflake_to_numeric(snowflake) AS ASSIGNMENT;
 CREATE CAST (snowflake AS integer) WITH FUNCTION snowflake_to_integer(snowflake) AS ASSIGNMENT;
 CREATE CAST (snowflake AS smallint) WITH FUNCTION snowflake_to_smallint(snowflake) AS ASSIGNMENT;
+CREATE CAST (snowflake AS double precision) WITH FUNCTION snowflake_to_double(snowflake);
+CREATE CAST (snowflake AS real) WITH FUNCTION snowflake_to_real(snowflake);
 COMMENT ON CAST (bigint AS snowflake) IS
     'On assignment: DEFAULT snowflake_nextval() and a bigint stored into a snowflake column';
 COMMENT ON CAST (integer AS snowflake) IS 'Implicit, so that a literal such as 0 goes with an id';
@@ -271,6 +282,10 @@ COMMENT ON CAST (snowflake AS numeric) IS 'On assignment, as from bigint to nume
 COMMENT ON CAST (snowflake AS integer) IS
     'On assignment, as from bigint to integer (ON UPDATE CASCADE to an integer foreign key)';
 COMMENT ON CAST (snowflake AS smallint) IS 'On assignment, as from bigint to smallint';
+COMMENT ON CAST (snowflake AS double precision) IS
+    'Explicit only: an id has more digits than a double precision keeps';
+COMMENT ON CAST (snowflake AS real) IS
+    'Explicit only: an id has more digits than a real keeps';
 
 -- Converting a key to the snowflake type ---------------------------------------------------------
 -- The conversion of 1.5 with the type to convert to: bigint (what the two-argument call does) or
