@@ -140,17 +140,35 @@ WHERE action <> 'adopted';
 SELECT count(*) AS logs_recent_left FROM pg_class WHERE relname = 'logs_recent';
 SELECT count(*) FROM logs;
 
--- A table owned by another role: every statement runs as her (the partitions are hers), never
--- as the caller; a stranger is refused before anything is locked, and cannot write the setup.
+-- A table owned by another role: every statement runs as her (the partitions are hers), and
+-- her code (a partial index's predicate that the planner folds, a CHECK) runs as her, never as
+-- the caller (it would say so); a stranger is refused before anything is locked, and cannot write
+-- the setup.
 CREATE ROLE partition_owner;
 CREATE ROLE partition_stranger;
 CREATE SCHEMA hers AUTHORIZATION partition_owner;
 SET ROLE partition_owner;
-CREATE TABLE hers.t (id bigint NOT NULL CHECK (id > 0)) PARTITION BY RANGE (id);
-CREATE INDEX ON hers.t ((id + 1));
+CREATE SEQUENCE hers.calls;
+CREATE FUNCTION hers.note() RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    PERFORM pg_catalog.nextval('hers.calls');
+    IF current_user <> 'partition_owner' THEN
+        RAISE NOTICE 'her code ran as %', current_user;
+    END IF;
+    RETURN true;
+END
+$$;
+CREATE TABLE hers.t (id bigint NOT NULL CHECK (hers.note())) PARTITION BY RANGE (id);
+CREATE TABLE hers.t_jan PARTITION OF hers.t
+    FOR VALUES FROM (snowflake_min_id('2026-01-01 UTC')) TO (snowflake_min_id('2026-02-01 UTC'));
+INSERT INTO hers.t VALUES (snowflake_min_id('2026-01-02 UTC'));
+CREATE INDEX ON hers.t (id) WHERE hers.note();
 GRANT USAGE ON SCHEMA hers TO partition_stranger;
 RESET ROLE;
-SELECT action, count(*) FROM snowflake_partition_table('hers.t', '1 month', 1) GROUP BY action;
+SELECT setval('hers.calls', 1, false);
+SELECT action, count(*) > 0 AS some FROM snowflake_partition_table('hers.t', '1 month', 1)
+GROUP BY action ORDER BY action;
+SELECT is_called AS her_code_ran FROM hers.calls;
 SELECT DISTINCT pg_get_userbyid(relowner) FROM pg_class
 WHERE oid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'hers.t'::regclass);
 SET ROLE partition_stranger;
