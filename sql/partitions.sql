@@ -100,6 +100,16 @@ SELECT bool_and(contiguous) AS contiguous, bool_and(to_local = from_local + inte
 FROM pg_temp.spans('ticks', 'UTC');
 INSERT INTO ticks VALUES (snowflake_nextval());
 
+-- A hand-made partition further ahead than the setup asks is adopted; the months before it are
+-- left alone past the ones the setup asks for.
+CREATE TABLE far (id bigint NOT NULL) PARTITION BY RANGE (id);
+CREATE TABLE far_later PARTITION OF far
+    FOR VALUES FROM (snowflake_min_id(date_trunc('month', now()) + interval '6 months'))
+    TO (snowflake_min_id(date_trunc('month', now()) + interval '7 months'));
+SELECT action, count(*) FROM snowflake_partition_table('far', '1 month', 1)
+GROUP BY action ORDER BY action;
+SELECT * FROM snowflake_maintain_partitions('far');
+
 -- Refused: an interval that is not one unit, a hand-made partition that does not line up (named),
 -- a default partition (with the reason), a table not partitioned on its key.
 SELECT * FROM snowflake_partition_table('events', '2 months');
@@ -186,7 +196,7 @@ RESET ROLE;
 -- Not set up.
 SELECT * FROM snowflake_maintain_partitions('odd');
 
-DROP TABLE events, berlin, ny, ticks, odd, with_default, by_text, plain, logs, logs_old;
+DROP TABLE events, berlin, ny, ticks, far, odd, with_default, by_text, plain, logs, logs_old;
 DROP SCHEMA hers CASCADE;
 DROP ROLE partition_owner;
 DROP ROLE partition_stranger;

@@ -94,11 +94,11 @@ RangeCheck check_ranges(const IdRange *existing, size_t existing_count, const in
 }
 
 size_t missing_periods(const IdRange *existing, size_t existing_count, const int64_t *boundaries,
-                       size_t boundary_count, size_t first, bool *missing) {
+                       size_t boundary_count, size_t first, size_t last, bool *missing) {
     size_t count = 0;
     for (size_t period = 0; period + 1 < boundary_count; period++) {
         missing[period] = false;
-        if (period < first) {
+        if (period < first || period >= last) {
             continue;
         }
         bool found = false;
@@ -109,6 +109,14 @@ size_t missing_periods(const IdRange *existing, size_t existing_count, const int
         count += found ? 0 : 1;
     }
     return count;
+}
+
+size_t period_of(const int64_t *boundaries, size_t boundary_count, int64_t id) {
+    size_t period = 0;
+    while (period + 2 < boundary_count && boundaries[period + 1] <= id) {
+        period++;
+    }
+    return period;
 }
 
 bool is_expired(const IdRange &range, int64_t retention_start_id) {

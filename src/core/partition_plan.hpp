@@ -54,11 +54,15 @@ struct RangeCheck {
 RangeCheck check_ranges(const IdRange *existing, size_t existing_count, const int64_t *boundaries,
                         size_t boundary_count);
 
-// Marks missing[i] for each period i (from boundaries[i] to boundaries[i + 1]) from first on that
-// no existing partition starts; returns how many are missing. missing has boundary_count - 1
-// entries; those before first are left false.
+// Marks missing[i] for each period i (from boundaries[i] to boundaries[i + 1]) from first up to
+// (not including) last that no existing partition starts; returns how many are missing. missing
+// has boundary_count - 1 entries; those outside [first, last) are left false.
 size_t missing_periods(const IdRange *existing, size_t existing_count, const int64_t *boundaries,
-                       size_t boundary_count, size_t first, bool *missing);
+                       size_t boundary_count, size_t first, size_t last, bool *missing);
+
+// The index of the period that holds id: the last i with boundaries[i] <= id, at most
+// boundary_count - 2 (the last period), 0 for an id before the first boundary.
+size_t period_of(const int64_t *boundaries, size_t boundary_count, int64_t id);
 
 // Whether a partition's whole range is older than the retention: every id it can hold is below
 // the first id of the retention's start.

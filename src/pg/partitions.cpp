@@ -295,35 +295,39 @@ Partition *read_partitions(const Setup &setup, int *count) {
 }
 
 // The boundaries, computed by PostgreSQL in the table's time zone as its owner: from the period
-// of the id first_id to the end of the period ahead periods after the current one. Months, weeks
-// and days are added in local time (a day of 23 or 25 hours, a month of 28 to 31 days); hours in
-// absolute time. Fills each boundary's first id and the fields that name the period it starts.
+// of the id first_id to the end of the period ahead periods after the current one, or to the id
+// last_id if that is later (a partition made further ahead). Months, weeks and days are added in
+// local time (a day of 23 or 25 hours, a month of 28 to 31 days); hours in absolute time. Fills
+// each boundary's first id and the fields that name the period it starts.
 int compute_boundaries(const Report &report, const Extension &extension, const Setup &setup,
-                       Oid owner, int64 first_id, int64 **boundary_ids,
+                       Oid owner, int64 first_id, int64 last_id, int64 **boundary_ids,
                        snowflake::PeriodStart **starts) {
     const char *series =
         setup.unit == PartitionUnit::kHour
             ? "SELECT b, b AT TIME ZONE 'UTC' FROM pg_catalog.generate_series("
               "pg_catalog.date_trunc($4, %s.snowflake_timestamp($1), $3), "
-              "pg_catalog.date_trunc($4, pg_catalog.now(), $3) + ($6 + 1) * $5, $5) AS b"
+              "GREATEST(pg_catalog.date_trunc($4, pg_catalog.now(), $3) "
+              "+ ($6 + 1) * $5, %s.snowflake_timestamp($7)), $5) AS b"
             : "SELECT l AT TIME ZONE $3, l FROM pg_catalog.generate_series("
               "pg_catalog.date_trunc($4, %s.snowflake_timestamp($1), $3) AT TIME ZONE $3, "
-              "(pg_catalog.date_trunc($4, pg_catalog.now(), $3) AT TIME ZONE $3) + ($6 + 1) * $5, "
+              "GREATEST((pg_catalog.date_trunc($4, pg_catalog.now(), $3) "
+              "AT TIME ZONE $3) + ($6 + 1) * $5, %s.snowflake_timestamp($7) AT TIME ZONE $3), "
               "$5) AS l";
     char *statement = psprintf(
         "SELECT %s.snowflake_min_id(q.b), pg_catalog.date_part('year', q.l)::int, "
         "pg_catalog.date_part('month', q.l)::int, pg_catalog.date_part('day', q.l)::int, "
         "pg_catalog.date_part('hour', q.l)::int, pg_catalog.date_part('isoyear', q.l)::int, "
         "pg_catalog.date_part('week', q.l)::int FROM (%s) AS q(b, l) ORDER BY 1 LIMIT %d",
-        extension.schema, psprintf(series, extension.schema), kMaxBoundaries + 1);
-    Oid types[6] = {INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, INTERVALOID, INT4OID};
-    Datum values[6] = {Int64GetDatum(first_id),
+        extension.schema, psprintf(series, extension.schema, extension.schema), kMaxBoundaries + 1);
+    Oid types[7] = {INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, INTERVALOID, INT4OID, INT8OID};
+    Datum values[7] = {Int64GetDatum(first_id),
                        TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()),
                        CStringGetTextDatum(setup.time_zone),
                        CStringGetTextDatum(snowflake::partition_unit_name(setup.unit)),
                        setup.every,
-                       Int32GetDatum(setup.ahead)};
-    const uint64 rows = run_as_owner(report, owner, statement, 6, types, values, nullptr, false);
+                       Int32GetDatum(setup.ahead),
+                       Int64GetDatum(last_id)};
+    const uint64 rows = run_as_owner(report, owner, statement, 7, types, values, nullptr, false);
     if (rows > static_cast<uint64>(kMaxBoundaries)) {
         ereport(ERROR,
                 (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -357,11 +361,6 @@ void add_row(const Report &report, Oid parent, const char *partition, const char
     tuplestore_putvalues(report.store, report.tupdesc, values, nulls);
 }
 
-// The key's type as a statement names it, and the schema of its comparison operators.
-const char *key_type_text(Oid key_type) {
-    return format_type_be_qualified(key_type);
-}
-
 // Creates the partition of one period as a table of its own (its owner's, in the parent's schema)
 // with a CHECK of its bounds, attaches it (ShareUpdateExclusiveLock on the parent: inserts go on;
 // the CHECK spares the scan), then drops the CHECK. Returns its name.
@@ -379,7 +378,7 @@ char *create_partition(const Report &report, const Extension &extension, const S
     char *qualified = psprintf("%s.%s", schema, quote_identifier(name));
     const char *parent = psprintf("%s.%s", schema, quote_identifier(parent_name));
     const char *key = quote_identifier(get_attname(setup.parent, key_attnum, false));
-    const char *type = key_type_text(key_type);
+    const char *type = format_type_be_qualified(key_type);
     const char *operators = key_type == INT8OID ? "pg_catalog" : extension.schema;
     run_as_owner(report, owner,
                  psprintf("CREATE TABLE %s (LIKE %s INCLUDING DEFAULTS INCLUDING CONSTRAINTS "
@@ -472,13 +471,15 @@ void maintain_table(const Report &report, const Extension &extension, const Setu
         }
     }
     int64 first_id = create_from;
+    int64 last_id = now_id;
     for (int i = 0; i < count; i++) {
         first_id = Min(first_id, partitions[i].range.lower);
+        last_id = Max(last_id, partitions[i].range.upper);
     }
     int64 *boundaries = nullptr;
     snowflake::PeriodStart *starts = nullptr;
-    const int boundary_count =
-        compute_boundaries(report, extension, setup, owner, first_id, &boundaries, &starts);
+    const int boundary_count = compute_boundaries(report, extension, setup, owner, first_id,
+                                                  last_id, &boundaries, &starts);
     auto *ranges = static_cast<IdRange *>(palloc(sizeof(IdRange) * (count + 1)));
     for (int i = 0; i < count; i++) {
         ranges[i] = partitions[i].range;
@@ -498,14 +499,14 @@ void maintain_table(const Report &report, const Extension &extension, const Setu
             did_something = true;
         }
     }
-    size_t first_period = 0;
-    while (first_period + 2 < static_cast<size_t>(boundary_count) &&
-           boundaries[first_period + 1] <= create_from) {
-        first_period++;
-    }
+    // From the period of create_from through ahead periods past the current one.
+    const auto boundary_total = static_cast<size_t>(boundary_count);
+    const size_t first_period = snowflake::period_of(boundaries, boundary_total, create_from);
+    const size_t end_period = snowflake::period_of(boundaries, boundary_total, now_id) + 1 +
+                              static_cast<size_t>(setup.ahead);
     bool *missing = static_cast<bool *>(palloc0(sizeof(bool) * boundary_count));
-    snowflake::missing_periods(ranges, static_cast<size_t>(count), boundaries,
-                               static_cast<size_t>(boundary_count), first_period, missing);
+    snowflake::missing_periods(ranges, static_cast<size_t>(count), boundaries, boundary_total,
+                               first_period, end_period, missing);
     for (int period = 0; period + 1 < boundary_count; period++) {
         if (missing[period]) {
             char *name =

@@ -67,16 +67,32 @@ TEST(CheckRanges, NamesThePartitionThatDoesNotLineUp) {
     EXPECT_EQ(check.culprit, 1u);
 }
 
-TEST(MissingPeriods, FromTheFirstPeriodOnOnly) {
+TEST(MissingPeriods, FromTheFirstPeriodUpToTheLast) {
     const IdRange existing[] = {{200, 300}};
     bool missing[kBoundaryCount - 1];
-    EXPECT_EQ(missing_periods(existing, 1, kBoundaries, kBoundaryCount, 1, missing), 2u);
+    EXPECT_EQ(missing_periods(existing, 1, kBoundaries, kBoundaryCount, 1, 4, missing), 2u);
     EXPECT_FALSE(missing[0]);  // before first: a gap in the past is left alone
     EXPECT_FALSE(missing[1]);
     EXPECT_TRUE(missing[2]);
     EXPECT_TRUE(missing[3]);
+    // A hand-made partition further ahead than the setup asks: the periods up to it stay empty.
+    const IdRange far_ahead[] = {{400, 500}};
+    EXPECT_EQ(missing_periods(far_ahead, 1, kBoundaries, kBoundaryCount, 0, 2, missing), 2u);
+    EXPECT_TRUE(missing[0]);
+    EXPECT_TRUE(missing[1]);
+    EXPECT_FALSE(missing[2]);
+    EXPECT_FALSE(missing[3]);
     const IdRange all[] = {{100, 200}, {200, 300}, {300, 400}, {400, 500}};
-    EXPECT_EQ(missing_periods(all, 4, kBoundaries, kBoundaryCount, 0, missing), 0u);
+    EXPECT_EQ(missing_periods(all, 4, kBoundaries, kBoundaryCount, 0, 4, missing), 0u);
+}
+
+TEST(PeriodOf, TheLastBoundaryAtOrBeforeTheId) {
+    EXPECT_EQ(period_of(kBoundaries, kBoundaryCount, 100), 0u);
+    EXPECT_EQ(period_of(kBoundaries, kBoundaryCount, 199), 0u);
+    EXPECT_EQ(period_of(kBoundaries, kBoundaryCount, 200), 1u);
+    EXPECT_EQ(period_of(kBoundaries, kBoundaryCount, 450), 3u);
+    EXPECT_EQ(period_of(kBoundaries, kBoundaryCount, 50), 0u);
+    EXPECT_EQ(period_of(kBoundaries, kBoundaryCount, 900), 3u);
 }
 
 TEST(IsExpired, OnlyWhenTheWholeRangeIsOlder) {
