@@ -3,6 +3,9 @@
 -- spans one period of its time zone, the periods are contiguous, and what is created or kept.
 CREATE EXTENSION IF NOT EXISTS snowflake;
 SET timezone = 'UTC';
+-- A schema of its own, beside the tables the other tests leave.
+CREATE SCHEMA partitions;
+SET search_path = partitions, public;
 
 -- Every partition of a table with its range as local times, and whether it starts where the one
 -- before it ended.
@@ -138,13 +141,13 @@ CREATE TABLE logs_recent PARTITION OF logs
     TO (snowflake_min_id(date_trunc('day', now())));
 INSERT INTO logs VALUES (snowflake_min_id(date_trunc('day', now()) - interval '3 days') + 1),
                         (snowflake_min_id(date_trunc('day', now()) - interval '1 day') + 1);
-SELECT partition = 'public.logs_old' AS is_old, action
+SELECT partition = 'partitions.logs_old' AS is_old, action
 FROM snowflake_partition_table('logs', '1 day', 1, retain => '2 days')
 WHERE action <> 'created' ORDER BY 2, 1;
 SELECT relname FROM pg_class WHERE relname = 'logs_old' AND NOT relispartition;
 SELECT count(*) FROM logs;
 SELECT * FROM snowflake_maintain_partitions('logs');
-SELECT partition = 'public.logs_recent' AS is_recent, action
+SELECT partition = 'partitions.logs_recent' AS is_recent, action
 FROM snowflake_partition_table('logs', '1 day', 1, retain => '1 day', drop_expired => true)
 WHERE action <> 'adopted';
 SELECT count(*) AS logs_recent_left FROM pg_class WHERE relname = 'logs_recent';
@@ -196,8 +199,11 @@ RESET ROLE;
 -- Not set up.
 SELECT * FROM snowflake_maintain_partitions('odd');
 
-DROP TABLE events, berlin, ny, ticks, far, odd, with_default, by_text, plain, logs, logs_old;
+SET client_min_messages = warning;
+DROP SCHEMA partitions CASCADE;
 DROP SCHEMA hers CASCADE;
+RESET client_min_messages;
 DROP ROLE partition_owner;
 DROP ROLE partition_stranger;
 DELETE FROM snowflake_partitioned_tables;
+RESET search_path;
