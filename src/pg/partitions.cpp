@@ -295,10 +295,11 @@ Partition *read_partitions(const Setup &setup, int *count) {
 }
 
 // The boundaries, computed by PostgreSQL in the table's time zone as its owner: from the period
-// of the id first_id to the end of the period ahead periods after the current one, or to the id
-// last_id if that is later (a partition made further ahead). Months, weeks and days are added in
-// local time (a day of 23 or 25 hours, a month of 28 to 31 days); hours in absolute time. Fills
-// each boundary's first id and the fields that name the period it starts.
+// of the id first_id to the end of the period ahead periods after the current one (now is the
+// transaction's start, as now() says), or to the id last_id if that is later (a partition made
+// further ahead). Months, weeks and days are added in local time (a day of 23 or 25 hours, a month
+// of 28 to 31 days); hours in absolute time. Fills each boundary's first id and the fields that
+// name the period it starts.
 int compute_boundaries(const Report &report, const Extension &extension, const Setup &setup,
                        Oid owner, int64 first_id, int64 last_id, int64 **boundary_ids,
                        snowflake::PeriodStart **starts) {
@@ -306,11 +307,11 @@ int compute_boundaries(const Report &report, const Extension &extension, const S
         setup.unit == PartitionUnit::kHour
             ? "SELECT b, b AT TIME ZONE 'UTC' FROM pg_catalog.generate_series("
               "pg_catalog.date_trunc($4, %s.snowflake_timestamp($1), $3), "
-              "GREATEST(pg_catalog.date_trunc($4, pg_catalog.now(), $3) "
+              "GREATEST(pg_catalog.date_trunc($4, $2, $3) "
               "+ ($6 + 1) * $5, %s.snowflake_timestamp($7)), $5) AS b"
             : "SELECT l AT TIME ZONE $3, l FROM pg_catalog.generate_series("
               "pg_catalog.date_trunc($4, %s.snowflake_timestamp($1), $3) AT TIME ZONE $3, "
-              "GREATEST((pg_catalog.date_trunc($4, pg_catalog.now(), $3) "
+              "GREATEST((pg_catalog.date_trunc($4, $2, $3) "
               "AT TIME ZONE $3) + ($6 + 1) * $5, %s.snowflake_timestamp($7) AT TIME ZONE $3), "
               "$5) AS l";
     char *statement = psprintf(
@@ -559,7 +560,7 @@ bool read_setup(const Extension &extension, Oid parent, Setup *setup) {
     return true;
 }
 
-// Opens the report and pins search_path for the whole call.
+// Opens the report: the rows the function returns, kept in a tuplestore.
 Report open_report(FunctionCallInfo fcinfo, const char *function_name) {
     InitMaterializedSRF(fcinfo, 0);
     const auto *result_info = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
