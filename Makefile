@@ -8,6 +8,8 @@ OBJS = \
 	src/core/generator.o \
 	src/core/key_floor.o \
 	src/core/mark_file.o \
+	src/core/partition_plan.o \
+	src/pg/as_owner.o \
 	src/pg/check_peers.o \
 	src/pg/codec_functions.o \
 	src/pg/convert.o \
@@ -23,6 +25,7 @@ OBJS = \
 	src/pg/keys_floor.o \
 	src/pg/library_objects.o \
 	src/pg/module.o \
+	src/pg/partitions.o \
 	src/pg/peer_query.o \
 	src/pg/restored_copy.o \
 	src/pg/time_predicates.o
@@ -32,7 +35,8 @@ DATA = src/sql/snowflake--1.0.sql src/sql/snowflake--1.0--1.1.sql \
 	src/sql/snowflake--1.3--1.4.sql \
 	src/sql/snowflake--1.4--1.5.sql \
 	src/sql/snowflake--1.5--1.6.sql \
-	src/sql/snowflake--1.6.sql
+	src/sql/snowflake--1.6--1.7.sql \
+	src/sql/snowflake--1.7.sql
 PGFILEDESC = "snowflake - Twitter-layout Snowflake ids"
 # The documentation beyond the README, installed beside other extensions' documentation.
 DOCS = doc/design.md doc/operations.md doc/performance.md doc/reference.md doc/security.md \
@@ -40,6 +44,7 @@ DOCS = doc/design.md doc/operations.md doc/performance.md doc/reference.md doc/s
 
 # pg_regress, pg_isolation_regress and prove each start their own throwaway servers.
 REGRESS = codec generate info errors time_predicates partitioning peers convert type convert_type \
+	partitions \
 	install
 REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=test/snowflake.conf
 ISOLATION = interleaved_order time_predicates_sessions
@@ -96,6 +101,7 @@ $(OBJS) $(OBJS:.o=.bc): $(wildcard $(srcdir)/src/core/*.hpp $(srcdir)/src/pg/*.h
 	$(srcdir)/snowflake.control
 
 CORE_SOURCES = src/core/codec.cpp src/core/fleet.cpp src/core/generator.cpp src/core/key_floor.cpp \
+	src/core/partition_plan.cpp \
 	src/core/mark_file.cpp
 CORE_HEADERS = $(wildcard src/core/*.hpp)
 UNIT_SOURCES = $(wildcard test/unit/*_test.cpp)

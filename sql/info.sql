@@ -30,11 +30,13 @@ FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::re
 WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'snowflake')
   AND obj_description(p.oid, 'pg_proc') IS NULL;
 -- The implicit array type of each composite type is left out: it says nothing beyond its element
--- type, and only PostgreSQL 18 makes it a member of the extension.
+-- type, and only PostgreSQL 18 makes it a member of the extension. So is the row type of a table
+-- or view, which its relation's comment describes.
 SELECT t.oid::regtype AS type_without_comment
 FROM pg_type t JOIN pg_depend d ON d.objid = t.oid AND d.classid = 'pg_type'::regclass
 WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'snowflake')
   AND NOT EXISTS (SELECT 1 FROM pg_type element WHERE element.typarray = t.oid)
+  AND NOT EXISTS (SELECT 1 FROM pg_class r WHERE r.oid = t.typrelid AND r.relkind IN ('r', 'v'))
   AND obj_description(t.oid, 'pg_type') IS NULL
 ORDER BY t.oid::regtype::text;
 SELECT pg_describe_object(d.classid, d.objid, 0) AS object_without_comment

@@ -15,7 +15,10 @@ readonly SERVER_USER=postgres
 APT_PACKAGES=(make gcc g++ git clang-14 libclang-rt-14-dev libgtest-dev libipc-run-perl libfaketime
     pgxnclient python3-psycopg libpostgresql-jdbc-java default-jdk-headless)
 if [ "$PG_CONFIG" = "$DEBIAN_PG_CONFIG" ]; then
-    APT_PACKAGES+=(postgresql-$DEBIAN_PG_MAJOR postgresql-server-dev-$DEBIAN_PG_MAJOR)
+    # pg_cron, Debian's build for its PostgreSQL only: test/t/025_partitions.pl runs the README's
+    # scheduled maintenance with it (and skips where it is not installed).
+    APT_PACKAGES+=(postgresql-$DEBIAN_PG_MAJOR postgresql-server-dev-$DEBIAN_PG_MAJOR
+        postgresql-$DEBIAN_PG_MAJOR-cron)
 fi
 readonly APT_PACKAGES
 

@@ -55,6 +55,8 @@ extern "C" {
 #include <cstdlib>
 #include <cstring>
 
+#include "pg/as_owner.hpp"
+
 extern "C" {
 PG_FUNCTION_INFO_V1(snowflake_convert_column);
 PG_FUNCTION_INFO_V1(snowflake_convert_column_to_type);
@@ -63,7 +65,6 @@ PG_FUNCTION_INFO_V1(snowflake_convert_column_to_type);
 namespace {
 
 constexpr char kFunctionName[] = "snowflake_convert_column()";
-constexpr char kPinnedSearchPath[] = "pg_catalog, pg_temp";
 
 // A column that holds the key's values: the key itself, a column of a partition or inheritance
 // child of a table in the set, or a column whose foreign key references one in the set.
@@ -145,43 +146,6 @@ char *column_text(Oid relation, AttrNumber attnum) {
 // A role's name, for the messages that say whose table is in the way.
 char *role_text(Oid role) {
     return GetUserNameFromId(role, false);
-}
-
-// The owner, read fresh from the catalog: each step runs as the owner of its own table.
-Oid owner_of(Oid relation) {
-    HeapTuple tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relation));
-    if (!HeapTupleIsValid(tuple)) {
-        elog(ERROR, "snowflake: cache lookup failed for relation %u", relation);
-    }
-    const Oid owner = reinterpret_cast<Form_pg_class>(GETSTRUCT(tuple))->relowner;
-    ReleaseSysCache(tuple);
-    return owner;
-}
-
-// Switches to a table's owner in a security-restricted operation with search_path pinned, as
-// PostgreSQL's maintenance commands do; end_as_owner switches back. An error in between is undone
-// by the (sub)transaction's abort, which restores the user and the settings.
-struct OwnerContext {
-    Oid saved_user;
-    int saved_security_context;
-    int guc_nest_level;
-};
-
-// Entered before each step that may run code of the table's owner.
-OwnerContext begin_as_owner(Oid owner) {
-    OwnerContext context;
-    GetUserIdAndSecContext(&context.saved_user, &context.saved_security_context);
-    SetUserIdAndSecContext(owner, context.saved_security_context | SECURITY_RESTRICTED_OPERATION);
-    context.guc_nest_level = NewGUCNestLevel();
-    (void)set_config_option("search_path", kPinnedSearchPath, PGC_USERSET, PGC_S_SESSION,
-                            GUC_ACTION_SAVE, true, 0, false);
-    return context;
-}
-
-// Left after the step, so that the next one starts from the caller again.
-void end_as_owner(const OwnerContext &context) {
-    AtEOXact_GUC(true, context.guc_nest_level);
-    SetUserIdAndSecContext(context.saved_user, context.saved_security_context);
 }
 
 // Names the table and role of a step that runs as a table's owner, for an error raised in it.

@@ -6,7 +6,8 @@
 # generation, 2 concurrent sessions, 3 inserts, 4 decoding, 5 a time range, 6 the core alone, 7
 # several servers, 8 converting a serial table, 9 the planner hook, 10 the snowflake type against
 # bigint (BENCH_TYPE_ROWS rows for its index, 10,000,000 unless set; a tenth of them for its sort
-# and join). A backend's CPU time comes from /proc/PID/schedstat; that of pgbench's backends, which
+# and join), 11 partition maintenance (BENCH_PARTITION_ROWS rows, 10,000,000 unless set). A
+# backend's CPU time comes from /proc/PID/schedstat; that of pgbench's backends, which
 # have exited by the time it is read, from the children's CPU time that the postmaster collects
 # (/proc/PID/stat).
 use strict;
@@ -33,7 +34,7 @@ Test::More->builder->output(File::Spec->devnull);
 
 my $core_bench = shift @ARGV;
 my $repetitions = $ENV{BENCH_REPETITIONS} // 5;
-my %selected = map { $_ => 1 } split /,/, ($ENV{BENCH_CASES} // '1,2,3,4,5,6,7,8,9,10');
+my %selected = map { $_ => 1 } split /,/, ($ENV{BENCH_CASES} // '1,2,3,4,5,6,7,8,9,10,11');
 my $ceiling_ids_per_s = 4_096_000;
 my $work_dir = PostgreSQL::Test::Utils::tempdir;
 chomp(my $cores = `nproc`);
@@ -902,6 +903,70 @@ SQL
         join("\n\n", @{ $plans{snowflake} }, $same ? () : @{ $plans{bigint} }), "\n```\n\n");
 }
 
+# Case 11: snowflake_maintain_partitions() on a table of 36 monthly partitions (32 months back,
+# the current one, 3 ahead) holding BENCH_PARTITION_ROWS rows (10,000,000 unless set) spread over
+# the past months: when nothing is due, for the one table and for every table set up, and when
+# one partition is due (a larger ahead in the setup).
+sub partition_maintenance {
+    my ($node) = @_;
+    my $rows = $ENV{BENCH_PARTITION_ROWS} // 10_000_000;
+    my $session = open_session($node);
+    $session->query_safe(q(
+CREATE TABLE bench_events (id bigint NOT NULL DEFAULT snowflake_nextval() PRIMARY KEY,
+                           body integer NOT NULL) PARTITION BY RANGE (id);
+CREATE TABLE bench_events_first PARTITION OF bench_events FOR VALUES
+    FROM (snowflake_min_id(date_trunc('month', now(), 'UTC') - interval '32 months'))
+    TO (snowflake_min_id(date_trunc('month', now(), 'UTC') - interval '31 months'));
+INSERT INTO bench_events VALUES
+    (snowflake_min_id(date_trunc('month', now(), 'UTC') - interval '32 months'), 0);
+));
+    my $setup_ms = timed_ms($session,
+        q(SELECT count(*) FROM snowflake_partition_table('bench_events', '1 month', 3)));
+    # One row every few seconds from 32 months back to now, each id its own millisecond.
+    $session->query_safe(qq(
+INSERT INTO bench_events
+SELECT snowflake_encode(start + (now() - start) * (g::float8 / ($rows + 1)), 1, 1, 0), g
+FROM (SELECT date_trunc('month', now(), 'UTC') - interval '32 months' AS start) AS s,
+     generate_series(1, $rows) AS g;
+VACUUM ANALYZE bench_events;
+CHECKPOINT;
+));
+    my ($partitions) = @{ (timed($session,
+        q(SELECT count(*) FROM pg_inherits WHERE inhparent = 'bench_events'::regclass)))[0] };
+    my %ms;
+    for my $run (1 .. $repetitions) {
+        push @{ $ms{one} },
+          timed_ms($session, q(SELECT count(*) FROM snowflake_maintain_partitions('bench_events')));
+        push @{ $ms{all} }, timed_ms($session, q(SELECT count(*) FROM snowflake_maintain_partitions()));
+    }
+    my ($nothing) = @{ (timed($session,
+        q(SELECT string_agg(action, ', ') FROM snowflake_maintain_partitions('bench_events'))))[0] };
+    for my $run (1 .. $repetitions) {
+        my $ahead = 3 + $run;
+        push @{ $ms{due} }, timed_ms($session,
+            "SELECT count(*) FROM snowflake_partition_table('bench_events', '1 month', $ahead)");
+    }
+    $session->query_safe('DROP TABLE bench_events');
+    $session->quit;
+
+    say_out("## 11. Partition maintenance
+
+",
+        "`bench_events`: $partitions monthly partitions (32 months back, the current one, 3 ",
+        "ahead at first), $rows rows spread over the past months, after `VACUUM ANALYZE` and ",
+        "`CHECKPOINT`; $repetitions runs each, medians. Setting the table up (adopting one ",
+        sprintf('partition, creating %d): %.0f ms. ', $partitions - 1, $setup_ms),
+        "With nothing due, maintenance returned `$nothing`.
+
+");
+    table([ 'call', 'median ms', 'max ms' ], map {
+        my ($label, $key) = @$_;
+        [ $label, fmt('%.1f', median(@{ $ms{$key} })), fmt('%.1f', max(@{ $ms{$key} })) ]
+    } [ "`snowflake_maintain_partitions('bench_events')`, nothing due", 'one' ],
+      [ '`snowflake_maintain_partitions()`, nothing due', 'all' ],
+      [ '`snowflake_partition_table()` with one more ahead: one partition created', 'due' ]);
+}
+
 # Runs the selected cases on one preloaded server (cases 7 and 9 start more).
 sub run_cases {
 my $started = time;
@@ -914,7 +979,7 @@ my ($server_version) = run_command([ 'postgres', '--version' ]);
 say_out("# snowflake benchmarks\n\n",
     "Machine: $machine, $cores cores, Debian $debian, $server_version.\n\n");
 my @cases = (\&bulk_generation, \&concurrency, \&inserts, \&decoding, \&time_range, \&core,
-    \&servers, \&conversion, \&hook_cost, \&type_cost);
+    \&servers, \&conversion, \&hook_cost, \&type_cost, \&partition_maintenance);
 for my $number (1 .. @cases) {
     $cases[ $number - 1 ]->($node) if $selected{$number};
 }

@@ -1,0 +1,209 @@
+-- Time partitions (version 1.7): snowflake_partition_table() and snowflake_maintain_partitions().
+-- The clock is the real one, so the output shows only what holds at any date: each partition
+-- spans one period of its time zone, the periods are contiguous, and what is created or kept.
+CREATE EXTENSION IF NOT EXISTS snowflake;
+SET timezone = 'UTC';
+-- A schema of its own, beside the tables the other tests leave.
+CREATE SCHEMA partitions;
+SET search_path = partitions, public;
+
+-- Every partition of a table with its range as local times, and whether it starts where the one
+-- before it ended.
+CREATE FUNCTION pg_temp.spans(parent regclass, zone text)
+RETURNS TABLE (partition regclass, from_local timestamp, to_local timestamp, contiguous boolean)
+LANGUAGE sql AS $$
+SELECT c.oid::regclass, snowflake_timestamp(b.lo) AT TIME ZONE zone,
+       snowflake_timestamp(b.hi) AT TIME ZONE zone,
+       coalesce(lag(b.hi) OVER (ORDER BY b.lo) = b.lo, true)
+FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid,
+     LATERAL (SELECT (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'FROM \(''(\d+)''\)'))[1]::bigint AS lo,
+                     (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'TO \(''(\d+)''\)'))[1]::bigint AS hi) AS b
+WHERE i.inhparent = parent ORDER BY b.lo
+$$;
+
+-- Monthly, from the oldest key: a hand-made partition of January 2026 holding a row is adopted,
+-- and every month from February to three past the current one is created; months of 28, 30 and
+-- 31 days follow each other without a gap.
+CREATE TABLE events (id bigint NOT NULL DEFAULT snowflake_nextval(), body text, PRIMARY KEY (id))
+    PARTITION BY RANGE (id);
+CREATE TABLE events_jan PARTITION OF events
+    FOR VALUES FROM (snowflake_min_id('2026-01-01')) TO (snowflake_min_id('2026-02-01'));
+INSERT INTO events VALUES (snowflake_min_id('2026-01-15'), 'old');
+SELECT action, count(*) > 0 AS some FROM snowflake_partition_table('events', '1 month')
+GROUP BY action ORDER BY action;
+SELECT count(*) = 1 AS named_by_month FROM pg_temp.spans('events', 'UTC')
+WHERE partition::text = 'events_p' || to_char(now() AT TIME ZONE 'UTC', 'YYYY_MM');
+SELECT bool_and(contiguous) AS contiguous,
+       bool_and(date_trunc('month', from_local) = from_local
+                AND to_local = from_local + interval '1 month') AS whole_months,
+       count(*) FILTER (WHERE to_local - from_local = interval '28 days') > 0 AS has_28,
+       count(*) FILTER (WHERE to_local - from_local = interval '31 days') > 0 AS has_31,
+       max(to_local) = date_trunc('month', now() AT TIME ZONE 'UTC') + interval '4 months' AS ahead_3
+FROM pg_temp.spans('events', 'UTC');
+SELECT partition FROM pg_temp.spans('events', 'UTC') LIMIT 3;
+-- Idempotent: the second call does nothing, and says so.
+SELECT * FROM snowflake_maintain_partitions('events');
+SELECT * FROM snowflake_maintain_partitions();
+-- New rows go into the current month's partition.
+INSERT INTO events (body) VALUES ('now');
+SELECT tableoid::regclass::text = 'events_p' || to_char(now() AT TIME ZONE 'UTC', 'YYYY_MM')
+    AS current_month FROM events WHERE body = 'now';
+-- The view says how far ahead the partitions reach.
+SELECT parent, every, ahead, reaches_until = date_trunc('month', now()) + interval '4 months' AS reach,
+       time_left > interval '90 days' AS months_left
+FROM snowflake_partition_reach;
+
+-- snowflake_timestamp(id) predicates prune to the partitions they touch.
+EXPLAIN (COSTS OFF) SELECT count(*) FROM events
+WHERE snowflake_timestamp(id) >= '2026-02-10' AND snowflake_timestamp(id) < '2026-03-05';
+
+-- Daily in Europe/Berlin from October 24, 2026: the day clocks go back has 25 hours, each
+-- partition starts at local midnight, and they are contiguous.
+CREATE TABLE berlin (id bigint NOT NULL, PRIMARY KEY (id)) PARTITION BY RANGE (id);
+CREATE TABLE berlin_first PARTITION OF berlin
+    FOR VALUES FROM (snowflake_min_id('2026-10-24 00:00 Europe/Berlin'))
+    TO (snowflake_min_id('2026-10-25 00:00 Europe/Berlin'));
+INSERT INTO berlin VALUES (snowflake_min_id('2026-10-24 12:00 Europe/Berlin'));
+SELECT action, count(*) > 0 AS some
+FROM snowflake_partition_table('berlin', '1 day', 2, time_zone => 'Europe/Berlin')
+GROUP BY action ORDER BY action;
+SELECT bool_and(contiguous) AS contiguous,
+       bool_and(from_local::time = '00:00' AND to_local = from_local + interval '1 day') AS local_days,
+       (SELECT snowflake_timestamp(max(hi)) - snowflake_timestamp(min(lo)) FROM (
+            SELECT (regexp_match(pg_get_expr(relpartbound, oid), 'FROM \(''(\d+)''\)'))[1]::bigint AS lo,
+                   (regexp_match(pg_get_expr(relpartbound, oid), 'TO \(''(\d+)''\)'))[1]::bigint AS hi
+            FROM pg_class WHERE relname = 'berlin_p2026_10_25') AS b) AS october_25
+FROM pg_temp.spans('berlin', 'Europe/Berlin');
+
+-- Weekly in America/New_York (clocks go back on November 1, 2026): ISO weeks from Monday
+-- midnight, one of 169 hours.
+CREATE TABLE ny (id bigint NOT NULL) PARTITION BY RANGE (id);
+CREATE TABLE ny_first PARTITION OF ny
+    FOR VALUES FROM (snowflake_min_id('2026-10-26 00:00 America/New_York'))
+    TO (snowflake_min_id('2026-11-02 00:00 America/New_York'));
+INSERT INTO ny VALUES (snowflake_min_id('2026-10-27 America/New_York'));
+SELECT action, count(*) > 0 AS some
+FROM snowflake_partition_table('ny', '1 week', 1, time_zone => 'America/New_York')
+GROUP BY action ORDER BY action;
+SELECT bool_and(contiguous) AS contiguous,
+       bool_and(extract(isodow FROM from_local) = 1 AND from_local::time = '00:00') AS mondays,
+       bool_and(to_local = from_local + interval '7 days') AS weeks
+FROM pg_temp.spans('ny', 'America/New_York');
+SELECT snowflake_timestamp(snowflake_min_id('2026-11-02 00:00 America/New_York'))
+       - snowflake_timestamp(snowflake_min_id('2026-10-26 00:00 America/New_York')) AS first_week;
+SELECT count(*) = 1 AS named_by_iso_week FROM pg_temp.spans('ny', 'America/New_York')
+WHERE partition::text = 'ny_p' || to_char(now() AT TIME ZONE 'America/New_York', 'IYYY"w"IW');
+
+-- Hourly: the current hour and two ahead, named by their UTC start.
+CREATE TABLE ticks (id snowflake NOT NULL) PARTITION BY RANGE (id);
+SELECT action, count(*) FROM snowflake_partition_table('ticks', '1 hour', 2) GROUP BY action;
+SELECT bool_and(contiguous) AS contiguous, bool_and(to_local = from_local + interval '1 hour') AS hours,
+       bool_or(partition::text = 'ticks_p' || to_char(now() AT TIME ZONE 'UTC', 'YYYY_MM_DD_HH24'))
+           AS named_by_hour
+FROM pg_temp.spans('ticks', 'UTC');
+INSERT INTO ticks VALUES (snowflake_nextval());
+
+-- A hand-made partition further ahead than the setup asks is adopted; the months before it are
+-- left alone past the ones the setup asks for.
+CREATE TABLE far (id bigint NOT NULL) PARTITION BY RANGE (id);
+CREATE TABLE far_later PARTITION OF far
+    FOR VALUES FROM (snowflake_min_id(date_trunc('month', now()) + interval '6 months'))
+    TO (snowflake_min_id(date_trunc('month', now()) + interval '7 months'));
+SELECT action, count(*) FROM snowflake_partition_table('far', '1 month', 1)
+GROUP BY action ORDER BY action;
+SELECT * FROM snowflake_maintain_partitions('far');
+
+-- Refused: an interval that is not one unit, a hand-made partition that does not line up (named),
+-- a default partition (with the reason), a table not partitioned on its key.
+SELECT * FROM snowflake_partition_table('events', '2 months');
+CREATE TABLE odd (id bigint NOT NULL) PARTITION BY RANGE (id);
+CREATE TABLE odd_mid PARTITION OF odd
+    FOR VALUES FROM (snowflake_min_id('2026-01-15')) TO (snowflake_min_id('2026-02-15'));
+SELECT * FROM snowflake_partition_table('odd', '1 month');
+SELECT count(*) FROM snowflake_partitioned_tables WHERE parent = 'odd'::regclass;
+CREATE TABLE with_default (id bigint NOT NULL) PARTITION BY RANGE (id);
+CREATE TABLE with_default_rest PARTITION OF with_default DEFAULT;
+SELECT * FROM snowflake_partition_table('with_default', '1 month');
+CREATE TABLE by_text (id bigint NOT NULL, tag text NOT NULL) PARTITION BY RANGE (tag);
+SELECT * FROM snowflake_partition_table('by_text', '1 month');
+CREATE TABLE plain (id bigint);
+SELECT * FROM snowflake_partition_table('plain', '1 month');
+
+-- Retention: a partition whose whole range is older than the retention is detached (and with
+-- drop_expired dropped), never a newer one; the gap left by a missing day is filled from the
+-- oldest key on.
+CREATE TABLE logs (id bigint NOT NULL) PARTITION BY RANGE (id);
+CREATE TABLE logs_old PARTITION OF logs
+    FOR VALUES FROM (snowflake_min_id(date_trunc('day', now()) - interval '3 days'))
+    TO (snowflake_min_id(date_trunc('day', now()) - interval '2 days'));
+CREATE TABLE logs_recent PARTITION OF logs
+    FOR VALUES FROM (snowflake_min_id(date_trunc('day', now()) - interval '1 day'))
+    TO (snowflake_min_id(date_trunc('day', now())));
+INSERT INTO logs VALUES (snowflake_min_id(date_trunc('day', now()) - interval '3 days') + 1),
+                        (snowflake_min_id(date_trunc('day', now()) - interval '1 day') + 1);
+SELECT partition = 'partitions.logs_old' AS is_old, action
+FROM snowflake_partition_table('logs', '1 day', 1, retain => '2 days')
+WHERE action <> 'created' ORDER BY 2, 1;
+SELECT relname FROM pg_class WHERE relname = 'logs_old' AND NOT relispartition;
+SELECT count(*) FROM logs;
+SELECT * FROM snowflake_maintain_partitions('logs');
+SELECT partition = 'partitions.logs_recent' AS is_recent, action
+FROM snowflake_partition_table('logs', '1 day', 1, retain => '1 day', drop_expired => true)
+WHERE action <> 'adopted';
+SELECT count(*) AS logs_recent_left FROM pg_class WHERE relname = 'logs_recent';
+SELECT count(*) FROM logs;
+
+-- A table owned by another role: every statement runs as her (the partitions are hers), and
+-- her code (a partial index's predicate that the planner folds, a CHECK) runs as her, never as
+-- the caller (it would say so); a stranger is refused before anything is locked, and cannot write
+-- the setup.
+CREATE ROLE partition_owner;
+CREATE ROLE partition_stranger;
+CREATE SCHEMA hers AUTHORIZATION partition_owner;
+SET ROLE partition_owner;
+CREATE SEQUENCE hers.calls;
+CREATE FUNCTION hers.note() RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    PERFORM pg_catalog.nextval('hers.calls');
+    IF current_user <> 'partition_owner' THEN
+        RAISE NOTICE 'her code ran as %', current_user;
+    END IF;
+    RETURN true;
+END
+$$;
+CREATE TABLE hers.t (id bigint NOT NULL CHECK (hers.note())) PARTITION BY RANGE (id);
+CREATE TABLE hers.t_jan PARTITION OF hers.t
+    FOR VALUES FROM (snowflake_min_id('2026-01-01 UTC')) TO (snowflake_min_id('2026-02-01 UTC'));
+INSERT INTO hers.t VALUES (snowflake_min_id('2026-01-02 UTC'));
+CREATE INDEX ON hers.t (id) WHERE hers.note();
+GRANT USAGE ON SCHEMA hers TO partition_stranger;
+RESET ROLE;
+SELECT setval('hers.calls', 1, false);
+SELECT action, count(*) > 0 AS some FROM snowflake_partition_table('hers.t', '1 month', 1)
+GROUP BY action ORDER BY action;
+SELECT is_called AS her_code_ran FROM hers.calls;
+SELECT DISTINCT pg_get_userbyid(relowner) FROM pg_class
+WHERE oid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'hers.t'::regclass);
+SET ROLE partition_stranger;
+\set VERBOSITY sqlstate
+SELECT * FROM snowflake_partition_table('hers.t', '1 month');
+SELECT * FROM snowflake_maintain_partitions('hers.t');
+SELECT count(*) FROM snowflake_maintain_partitions();
+INSERT INTO snowflake_partitioned_tables VALUES ('hers.t', '1 day', 1, '1 hour', 'UTC', true);
+\set VERBOSITY default
+RESET ROLE;
+SET ROLE partition_owner;
+SELECT * FROM snowflake_maintain_partitions('hers.t');
+RESET ROLE;
+
+-- Not set up.
+SELECT * FROM snowflake_maintain_partitions('odd');
+
+SET client_min_messages = warning;
+DROP SCHEMA partitions CASCADE;
+DROP SCHEMA hers CASCADE;
+RESET client_min_messages;
+DROP ROLE partition_owner;
+DROP ROLE partition_stranger;
+DELETE FROM snowflake_partitioned_tables;
+RESET search_path;

@@ -1,0 +1,126 @@
+// Pure rules of time partitions (partition_plan.hpp).
+
+#include "core/partition_plan.hpp"
+
+#include <cstdio>
+
+namespace snowflake {
+
+namespace {
+
+constexpr int64_t kMicrosecondsPerHour = int64_t{3600} * 1000 * 1000;
+
+// The index of the boundary equal to id, or boundary_count if none is.
+size_t boundary_index(const int64_t *boundaries, size_t boundary_count, int64_t id) {
+    size_t low = 0;
+    size_t high = boundary_count;
+    while (low < high) {
+        const size_t middle = low + (high - low) / 2;
+        if (boundaries[middle] < id) {
+            low = middle + 1;
+        } else {
+            high = middle;
+        }
+    }
+    return low < boundary_count && boundaries[low] == id ? low : boundary_count;
+}
+
+}  // namespace
+
+bool partition_unit_of(int32_t months, int32_t days, int64_t microseconds, PartitionUnit *unit) {
+    if (months == 1 && days == 0 && microseconds == 0) {
+        *unit = PartitionUnit::kMonth;
+    } else if (months == 0 && days == 7 && microseconds == 0) {
+        *unit = PartitionUnit::kWeek;
+    } else if (months == 0 && days == 1 && microseconds == 0) {
+        *unit = PartitionUnit::kDay;
+    } else if (months == 0 && days == 0 && microseconds == kMicrosecondsPerHour) {
+        *unit = PartitionUnit::kHour;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+const char *partition_unit_name(PartitionUnit unit) {
+    switch (unit) {
+        case PartitionUnit::kHour:
+            return "hour";
+        case PartitionUnit::kDay:
+            return "day";
+        case PartitionUnit::kWeek:
+            return "week";
+        case PartitionUnit::kMonth:
+            return "month";
+    }
+    return "month";
+}
+
+size_t partition_suffix(PartitionUnit unit, const PeriodStart &start, char *out, size_t size) {
+    int written = 0;
+    switch (unit) {
+        case PartitionUnit::kMonth:
+            written = std::snprintf(out, size, "_p%04d_%02d", start.year, start.month);
+            break;
+        case PartitionUnit::kWeek:
+            written = std::snprintf(out, size, "_p%04dw%02d", start.iso_year, start.iso_week);
+            break;
+        case PartitionUnit::kDay:
+            written =
+                std::snprintf(out, size, "_p%04d_%02d_%02d", start.year, start.month, start.day);
+            break;
+        case PartitionUnit::kHour:
+            written = std::snprintf(out, size, "_p%04d_%02d_%02d_%02d", start.year, start.month,
+                                    start.day, start.hour);
+            break;
+    }
+    return written < 0 ? 0 : static_cast<size_t>(written);
+}
+
+RangeCheck check_ranges(const IdRange *existing, size_t existing_count, const int64_t *boundaries,
+                        size_t boundary_count) {
+    for (size_t i = 0; i < existing_count; i++) {
+        const size_t index = boundary_index(boundaries, boundary_count, existing[i].lower);
+        if (index + 1 >= boundary_count || boundaries[index + 1] != existing[i].upper) {
+            return {RangeFit::kMisaligned, i};
+        }
+        for (size_t j = 0; j < i; j++) {
+            if (existing[j].lower == existing[i].lower) {
+                return {RangeFit::kOverlapping, i};
+            }
+        }
+    }
+    return {RangeFit::kAligned, 0};
+}
+
+size_t missing_periods(const IdRange *existing, size_t existing_count, const int64_t *boundaries,
+                       size_t boundary_count, size_t first, size_t last, bool *missing) {
+    size_t count = 0;
+    for (size_t period = 0; period + 1 < boundary_count; period++) {
+        missing[period] = false;
+        if (period < first || period >= last) {
+            continue;
+        }
+        bool found = false;
+        for (size_t i = 0; i < existing_count && !found; i++) {
+            found = existing[i].lower == boundaries[period];
+        }
+        missing[period] = !found;
+        count += found ? 0 : 1;
+    }
+    return count;
+}
+
+size_t period_of(const int64_t *boundaries, size_t boundary_count, int64_t id) {
+    size_t period = 0;
+    while (period + 2 < boundary_count && boundaries[period + 1] <= id) {
+        period++;
+    }
+    return period;
+}
+
+bool is_expired(const IdRange &range, int64_t retention_start_id) {
+    return range.upper <= retention_start_id;
+}
+
+}  // namespace snowflake

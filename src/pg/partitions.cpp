@@ -1,0 +1,707 @@
+// snowflake_partition_table() and snowflake_maintain_partitions() (version 1.7): time partitions
+// of a table range-partitioned on its Snowflake key, kept ahead of the clock and trimmed by a
+// retention. doc/reference.md "Time partitions" says what they do; doc/design.md "Time partitions"
+// says why they are C and which locks they take.
+//
+// The caller must have the privileges of the table's owner, checked before anything is locked.
+// Every statement that touches the table (reading its keys, CREATE TABLE, ATTACH, DETACH, DROP)
+// runs as the table's owner in a security-restricted operation with search_path pinned
+// (as_owner.hpp), so that no code of the owner (a CHECK, an index expression, a trigger) runs with
+// the caller's rights. The setup is a row of the configuration table snowflake_partitioned_tables,
+// written as that table's owner (the extension's), whom no role's code reaches. The boundaries
+// are computed by PostgreSQL (date_trunc in the time zone, + interval); the rules over them are
+// the core's (core/partition_plan.hpp).
+
+extern "C" {
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "partitioning/partdefs.h"
+#include "storage/lmgr.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/partcache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+}
+
+#include <cstring>
+
+#include "core/partition_plan.hpp"
+#include "pg/as_owner.hpp"
+
+extern "C" {
+PG_FUNCTION_INFO_V1(snowflake_partition_table);
+PG_FUNCTION_INFO_V1(snowflake_maintain_partitions);
+}
+
+namespace {
+
+using snowflake::IdRange;
+using snowflake::PartitionUnit;
+
+// More boundaries than this (over 11 years of hours) means a mistaken interval or start.
+constexpr int kMaxBoundaries = 100000;
+
+// The helper constraint that lets ATTACH PARTITION skip its scan; dropped once attached.
+constexpr char kBoundsConstraint[] = "snowflake_partition_bounds";
+
+// The extension's schema and the objects of it that the statements name.
+struct Extension {
+    const char *schema;  // quoted
+    Oid snowflake_type;  // InvalidOid before version 1.6
+    Oid config_table;
+};
+
+// A table's setup, as the configuration table holds it.
+struct Setup {
+    Oid parent;
+    Datum every;
+    PartitionUnit unit;
+    int ahead;
+    bool has_retain;
+    Datum retain;
+    const char *time_zone;
+    bool drop_expired;
+};
+
+// An attached partition and its range.
+struct Partition {
+    Oid relation;
+    IdRange range;
+};
+
+// The report: one row per thing done (or one saying nothing was due).
+struct Report {
+    Tuplestorestate *store;
+    TupleDesc tupdesc;
+    const char *function_name;
+};
+
+// Names the function, the statement and the role it runs as, for an error raised in a step.
+void step_error_context(void *step) {
+    errcontext("%s", static_cast<const char *>(step));
+}
+
+// Runs one statement as the table's owner; with row_security off for a read that must see every
+// row. Returns the row count.
+uint64 run_as_owner(const Report &report, Oid owner, const char *statement, int argument_count,
+                    Oid *argument_types, Datum *arguments, const char *nulls, bool see_every_row) {
+    char *step = psprintf("%s: %s, run as %s", report.function_name, statement,
+                          quote_identifier(GetUserNameFromId(owner, false)));
+    ErrorContextCallback callback{error_context_stack, step_error_context, step};
+    error_context_stack = &callback;
+    const OwnerContext context = begin_as_owner(owner);
+    if (see_every_row) {
+        (void)set_config_option("row_security", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+                                true, 0, false);
+    }
+    const int status = SPI_execute_with_args(statement, argument_count, argument_types, arguments,
+                                             nulls, false, 0);
+    if (status < 0) {
+        elog(ERROR, "snowflake: could not run: %s", statement);
+    }
+    end_as_owner(context);
+    error_context_stack = callback.previous;
+    return SPI_processed;
+}
+
+// A bigint of the last query's first row.
+int64 result_int64(int column, bool *is_null) {
+    return DatumGetInt64(
+        SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, column, is_null));
+}
+
+// The table as regclass prints it.
+char *table_text(Oid relation) {
+    return DatumGetCString(DirectFunctionCall1(regclassout, ObjectIdGetDatum(relation)));
+}
+
+// The extension's schema and objects, read as the caller (the catalog is public).
+Extension find_extension() {
+    if (SPI_execute("SELECT pg_catalog.quote_ident(n.nspname), n.oid FROM pg_catalog.pg_extension "
+                    "AS e JOIN pg_catalog.pg_namespace AS n ON n.oid = e.extnamespace WHERE "
+                    "e.extname = 'snowflake'",
+                    true, 0) != SPI_OK_SELECT ||
+        SPI_processed == 0) {
+        elog(ERROR, "snowflake: the extension is not installed in this database");
+    }
+    Extension extension;
+    extension.schema = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+    bool is_null = true;
+    const Oid namespace_oid =
+        DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &is_null));
+    extension.snowflake_type =
+        GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum("snowflake"),
+                        ObjectIdGetDatum(namespace_oid));
+    extension.config_table = get_relname_relid("snowflake_partitioned_tables", namespace_oid);
+    if (!OidIsValid(extension.config_table)) {
+        elog(ERROR, "snowflake: the configuration table snowflake_partitioned_tables is missing");
+    }
+    return extension;
+}
+
+// The table, checked and locked: the caller must have the privileges of its owner (checked
+// before the lock, so that a stranger cannot lock it, and again once it is held). Its
+// ShareUpdateExclusiveLock conflicts with itself, so maintenance of one table is serialised, and
+// not with inserts, updates or deletes.
+void lock_parent(Oid relation, const char *function_name) {
+    for (int attempt = 0; attempt < 2; attempt++) {
+        HeapTuple tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relation));
+        if (!HeapTupleIsValid(tuple)) {
+            ereport(ERROR,
+                    (errcode(ERRCODE_UNDEFINED_TABLE),
+                     errmsg("table with OID %u does not exist", relation),
+                     errhint("Name the table: SELECT * FROM %s('events', ...).", function_name)));
+        }
+        const auto *form = reinterpret_cast<Form_pg_class>(GETSTRUCT(tuple));
+        const Oid owner = form->relowner;
+        const char kind = form->relkind;
+        const bool is_partition = form->relispartition;
+        ReleaseSysCache(tuple);
+        if (!has_privs_of_role(GetUserId(), owner)) {
+            ereport(ERROR,
+                    (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                     errmsg("must be owner of table %s", table_text(relation)),
+                     errhint("Run %s as the table's owner, or as a member of the owner's role.",
+                             function_name)));
+        }
+        if (kind != RELKIND_PARTITIONED_TABLE || is_partition) {
+            ereport(ERROR,
+                    (errcode(ERRCODE_WRONG_OBJECT_TYPE),
+                     errmsg("%s is not a partitioned table", table_text(relation)),
+                     errhint("Create it with PARTITION BY RANGE (id) on its bigint or snowflake "
+                             "key, then call %s.",
+                             function_name)));
+        }
+        if (attempt == 0) {
+            LockRelationOid(relation, ShareUpdateExclusiveLock);
+        }
+    }
+}
+
+// The partition key: a single bigint or snowflake column, by range. Returns its number.
+AttrNumber read_key(Oid parent, const Extension &extension) {
+    Relation table = table_open(parent, NoLock);
+    PartitionKey key = RelationGetPartitionKey(table);
+    const bool by_range = get_partition_strategy(key) == PARTITION_STRATEGY_RANGE;
+    const bool one_column = get_partition_natts(key) == 1;
+    const AttrNumber attnum = one_column ? get_partition_col_attnum(key, 0) : InvalidAttrNumber;
+    const Oid key_type = one_column ? get_partition_col_typid(key, 0) : InvalidOid;
+    table_close(table, NoLock);
+    const bool key_type_fits = key_type == INT8OID || (OidIsValid(extension.snowflake_type) &&
+                                                       key_type == extension.snowflake_type);
+    if (!by_range || attnum == InvalidAttrNumber || !key_type_fits) {
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+                 errmsg("%s is not partitioned by range on one bigint or snowflake column",
+                        table_text(parent)),
+                 errdetail("Its partitions are made from snowflake_min_id() of their start, which "
+                           "bounds a Snowflake key only."),
+                 errhint("Partition it with PARTITION BY RANGE (id), where id is the key fed by "
+                         "snowflake_nextval().")));
+    }
+    return attnum;
+}
+
+// A range bound's single value; false for MINVALUE or MAXVALUE.
+bool bound_value(List *datums, int64 *value) {
+    const auto *datum = castNode(PartitionRangeDatum, linitial(datums));
+    if (datum->kind != PARTITION_RANGE_DATUM_VALUE) {
+        return false;
+    }
+    *value = DatumGetInt64(castNode(Const, datum->value)->constvalue);
+    return true;
+}
+
+// Refuses a table with a default partition: ATTACH of a new range would scan it under lock, and
+// a row in it inside the new range would make the ATTACH fail.
+void refuse_default_partition(Oid parent, Oid partition) {
+    ereport(ERROR,
+            (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+             errmsg("%s has a default partition, %s", table_text(parent), table_text(partition)),
+             errdetail("Attaching each new partition would scan the default partition while "
+                       "holding a lock that blocks inserts, and a row of it inside the new range "
+                       "would make the attach fail."),
+             errhint("Move its rows into range partitions and detach it (ALTER TABLE %s DETACH "
+                     "PARTITION %s), then call the function again.",
+                     table_text(parent), table_text(partition))));
+}
+
+// Refuses a partition that does not span one period between consecutive boundaries.
+void refuse_misaligned(const Setup &setup, Oid partition, const char *bounds) {
+    ereport(ERROR,
+            (errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+             errmsg("partition %s of %s does not line up with the %s boundaries in time zone %s",
+                    table_text(partition), table_text(setup.parent),
+                    snowflake::partition_unit_name(setup.unit), setup.time_zone),
+             errdetail("Its bounds are %s; each partition must span one %s, FROM "
+                       "(snowflake_min_id(start)) TO (snowflake_min_id(start + interval)).",
+                       bounds, snowflake::partition_unit_name(setup.unit)),
+             errhint("Detach it (ALTER TABLE %s DETACH PARTITION %s), or set the table up with "
+                     "the interval and time zone its partitions were made with.",
+                     table_text(setup.parent), table_text(partition))));
+}
+
+// The attached partitions and their ranges, from the catalog (no role's code runs).
+Partition *read_partitions(const Setup &setup, int *count) {
+    List *children = find_inheritance_children(setup.parent, NoLock);
+    auto *partitions =
+        static_cast<Partition *>(palloc0(sizeof(Partition) * (list_length(children) + 1)));
+    *count = 0;
+    ListCell *cell = nullptr;
+    foreach (cell, children) {
+        const Oid child = lfirst_oid(cell);
+        HeapTuple tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(child));
+        if (!HeapTupleIsValid(tuple)) {
+            continue;
+        }
+        bool is_null = true;
+        const Datum bound = SysCacheGetAttr(RELOID, tuple, Anum_pg_class_relpartbound, &is_null);
+        auto *spec = is_null
+                         ? nullptr
+                         : castNode(PartitionBoundSpec, stringToNode(TextDatumGetCString(bound)));
+        ReleaseSysCache(tuple);
+        if (spec == nullptr) {
+            continue;
+        }
+        if (spec->is_default) {
+            refuse_default_partition(setup.parent, child);
+        }
+        Partition &partition = partitions[*count];
+        partition.relation = child;
+        if (!bound_value(spec->lowerdatums, &partition.range.lower) ||
+            !bound_value(spec->upperdatums, &partition.range.upper) || partition.range.lower < 0) {
+            refuse_misaligned(setup, child, "MINVALUE, MAXVALUE or a negative id");
+        }
+        (*count)++;
+    }
+    return partitions;
+}
+
+// The boundaries, computed by PostgreSQL in the table's time zone as its owner: from the period
+// of the id first_id to the end of the period ahead periods after the current one (now is the
+// transaction's start, as now() says), or to the id last_id if that is later (a partition made
+// further ahead). Months, weeks and days are added in local time (a day of 23 or 25 hours, a month
+// of 28 to 31 days); hours in absolute time. Fills each boundary's first id and the fields that
+// name the period it starts.
+int compute_boundaries(const Report &report, const Extension &extension, const Setup &setup,
+                       Oid owner, int64 first_id, int64 last_id, int64 **boundary_ids,
+                       snowflake::PeriodStart **starts) {
+    const char *series =
+        setup.unit == PartitionUnit::kHour
+            ? "SELECT b, b AT TIME ZONE 'UTC' FROM pg_catalog.generate_series("
+              "pg_catalog.date_trunc($4, %s.snowflake_timestamp($1), $3), "
+              "GREATEST(pg_catalog.date_trunc($4, $2, $3) "
+              "+ ($6 + 1) * $5, %s.snowflake_timestamp($7)), $5) AS b"
+            : "SELECT l AT TIME ZONE $3, l FROM pg_catalog.generate_series("
+              "pg_catalog.date_trunc($4, %s.snowflake_timestamp($1), $3) AT TIME ZONE $3, "
+              "GREATEST((pg_catalog.date_trunc($4, $2, $3) "
+              "AT TIME ZONE $3) + ($6 + 1) * $5, %s.snowflake_timestamp($7) AT TIME ZONE $3), "
+              "$5) AS l";
+    char *statement = psprintf(
+        "SELECT %s.snowflake_min_id(q.b), pg_catalog.date_part('year', q.l)::int, "
+        "pg_catalog.date_part('month', q.l)::int, pg_catalog.date_part('day', q.l)::int, "
+        "pg_catalog.date_part('hour', q.l)::int, pg_catalog.date_part('isoyear', q.l)::int, "
+        "pg_catalog.date_part('week', q.l)::int FROM (%s) AS q(b, l) ORDER BY 1 LIMIT %d",
+        extension.schema, psprintf(series, extension.schema, extension.schema), kMaxBoundaries + 1);
+    Oid types[7] = {INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, INTERVALOID, INT4OID, INT8OID};
+    Datum values[7] = {Int64GetDatum(first_id),
+                       TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()),
+                       CStringGetTextDatum(setup.time_zone),
+                       CStringGetTextDatum(snowflake::partition_unit_name(setup.unit)),
+                       setup.every,
+                       Int32GetDatum(setup.ahead),
+                       Int64GetDatum(last_id)};
+    const uint64 rows = run_as_owner(report, owner, statement, 7, types, values, nullptr, false);
+    if (rows > static_cast<uint64>(kMaxBoundaries)) {
+        ereport(ERROR,
+                (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+                 errmsg("%s would need more than %d partition boundaries", table_text(setup.parent),
+                        kMaxBoundaries),
+                 errhint("Its oldest key or partition is too far back for this interval: choose a "
+                         "longer interval.")));
+    }
+    *boundary_ids = static_cast<int64 *>(palloc(sizeof(int64) * rows));
+    *starts = static_cast<snowflake::PeriodStart *>(palloc(sizeof(snowflake::PeriodStart) * rows));
+    for (uint64 i = 0; i < rows; i++) {
+        HeapTuple row = SPI_tuptable->vals[i];
+        const TupleDesc description = SPI_tuptable->tupdesc;
+        bool is_null = true;
+        (*boundary_ids)[i] = DatumGetInt64(SPI_getbinval(row, description, 1, &is_null));
+        int fields[6];
+        for (int f = 0; f < 6; f++) {
+            fields[f] = DatumGetInt32(SPI_getbinval(row, description, f + 2, &is_null));
+        }
+        (*starts)[i] = {fields[0], fields[1], fields[2], fields[3], fields[4], fields[5]};
+    }
+    return static_cast<int>(rows);
+}
+
+// One row of the report.
+void add_row(const Report &report, Oid parent, const char *partition, const char *action) {
+    Datum values[3] = {ObjectIdGetDatum(parent),
+                       partition == nullptr ? Datum(0) : CStringGetTextDatum(partition),
+                       CStringGetTextDatum(action)};
+    bool nulls[3] = {false, partition == nullptr, false};
+    tuplestore_putvalues(report.store, report.tupdesc, values, nulls);
+}
+
+// Creates the partition of one period as a table of its own (its owner's, in the parent's schema)
+// with a CHECK of its bounds, attaches it (ShareUpdateExclusiveLock on the parent: inserts go on;
+// the CHECK spares the scan), then drops the CHECK. Returns its name.
+char *create_partition(const Report &report, const Setup &setup, Oid owner, AttrNumber key_attnum,
+                       int64 lower, int64 upper, const snowflake::PeriodStart &start) {
+    char suffix[snowflake::kPartitionSuffixSize];
+    const size_t suffix_length =
+        snowflake::partition_suffix(setup.unit, start, suffix, sizeof(suffix));
+    const char *parent_name = get_rel_name(setup.parent);
+    const int base_length = pg_mbcliplen(parent_name, static_cast<int>(strlen(parent_name)),
+                                         NAMEDATALEN - 1 - static_cast<int>(suffix_length));
+    char *name = psprintf("%.*s%s", base_length, parent_name, suffix);
+    const char *schema = quote_identifier(get_namespace_name(get_rel_namespace(setup.parent)));
+    char *qualified = psprintf("%s.%s", schema, quote_identifier(name));
+    const char *parent = psprintf("%s.%s", schema, quote_identifier(parent_name));
+    const char *key = quote_identifier(get_attname(setup.parent, key_attnum, false));
+    // bigint's comparisons, which compare a snowflake key through its binary cast as well.
+    run_as_owner(
+        report, owner,
+        psprintf("CREATE TABLE %s (LIKE %s INCLUDING DEFAULTS INCLUDING CONSTRAINTS "
+                 "INCLUDING GENERATED INCLUDING STORAGE INCLUDING COMPRESSION, "
+                 "CONSTRAINT %s CHECK (%s IS NOT NULL AND %s OPERATOR(pg_catalog.>=) "
+                 "'" INT64_FORMAT "'::pg_catalog.int8 AND %s OPERATOR(pg_catalog.<) '" INT64_FORMAT
+                 "'::pg_catalog.int8))",
+                 qualified, parent, kBoundsConstraint, key, key, lower, key, upper),
+        0, nullptr, nullptr, nullptr, false);
+    run_as_owner(report, owner,
+                 psprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM ('" INT64_FORMAT
+                          "') TO ('" INT64_FORMAT "')",
+                          parent, qualified, lower, upper),
+                 0, nullptr, nullptr, nullptr, false);
+    run_as_owner(report, owner,
+                 psprintf("ALTER TABLE %s DROP CONSTRAINT %s", qualified, kBoundsConstraint), 0,
+                 nullptr, nullptr, nullptr, false);
+    return qualified;
+}
+
+// Detaches (and drops, if the setup says so) the partitions whose whole range is older than the
+// retention, unless one holds a key at or past its start (read as the owner, every row seen).
+bool trim_partitions(const Report &report, const Extension &extension, const Setup &setup,
+                     Oid owner, AttrNumber key_attnum, const Partition *partitions, int count) {
+    Oid types[1] = {INTERVALOID};
+    Datum values[1] = {setup.retain};
+    run_as_owner(report, owner,
+                 psprintf("SELECT %s.snowflake_min_id(pg_catalog.now() - $1)", extension.schema), 1,
+                 types, values, nullptr, false);
+    bool is_null = true;
+    const int64 retention_start = result_int64(1, &is_null);
+    bool did_something = false;
+    const char *key = quote_identifier(get_attname(setup.parent, key_attnum, false));
+    for (int i = 0; i < count; i++) {
+        if (!snowflake::is_expired(partitions[i].range, retention_start)) {
+            continue;
+        }
+        const char *partition = table_text(partitions[i].relation);
+        run_as_owner(report, owner,
+                     psprintf("SELECT pg_catalog.max(%s)::bigint FROM %s", key, partition), 0,
+                     nullptr, nullptr, nullptr, true);
+        const int64 newest = result_int64(1, &is_null);
+        did_something = true;
+        if (!is_null && newest >= retention_start) {
+            add_row(report, setup.parent, partition,
+                    "kept: it holds a row newer than the retention");
+            continue;
+        }
+        run_as_owner(
+            report, owner,
+            psprintf("ALTER TABLE %s DETACH PARTITION %s", table_text(setup.parent), partition), 0,
+            nullptr, nullptr, nullptr, false);
+        if (setup.drop_expired) {
+            run_as_owner(report, owner, psprintf("DROP TABLE %s", partition), 0, nullptr, nullptr,
+                         nullptr, false);
+            add_row(report, setup.parent, partition,
+                    "detached and dropped (older than the retention)");
+        } else {
+            add_row(report, setup.parent, partition, "detached (older than the retention)");
+        }
+    }
+    return did_something;
+}
+
+// Brings one locked table up to its setup: checks its partitions against the boundaries, adopts
+// them (at setup), creates the missing ones from the current period (at setup: from the period of
+// the oldest key) to ahead periods past it, and trims by the retention.
+void maintain_table(const Report &report, const Extension &extension, const Setup &setup,
+                    bool at_setup) {
+    const Oid owner = owner_of(setup.parent);
+    const AttrNumber key_attnum = read_key(setup.parent, extension);
+    int count = 0;
+    const Partition *partitions = read_partitions(setup, &count);
+    run_as_owner(report, owner,
+                 psprintf("SELECT %s.snowflake_min_id(pg_catalog.now())", extension.schema), 0,
+                 nullptr, nullptr, nullptr, false);
+    bool is_null = true;
+    const int64 now_id = result_int64(1, &is_null);
+    int64 create_from = now_id;
+    if (at_setup) {
+        run_as_owner(report, owner,
+                     psprintf("SELECT pg_catalog.min(%s)::bigint FROM %s",
+                              quote_identifier(get_attname(setup.parent, key_attnum, false)),
+                              table_text(setup.parent)),
+                     0, nullptr, nullptr, nullptr, true);
+        const int64 oldest_key = result_int64(1, &is_null);
+        if (!is_null && oldest_key >= 0 && oldest_key < create_from) {
+            create_from = oldest_key;
+        }
+    }
+    int64 first_id = create_from;
+    int64 last_id = now_id;
+    for (int i = 0; i < count; i++) {
+        first_id = Min(first_id, partitions[i].range.lower);
+        last_id = Max(last_id, partitions[i].range.upper);
+    }
+    int64 *boundaries = nullptr;
+    snowflake::PeriodStart *starts = nullptr;
+    const int boundary_count = compute_boundaries(report, extension, setup, owner, first_id,
+                                                  last_id, &boundaries, &starts);
+    auto *ranges = static_cast<IdRange *>(palloc(sizeof(IdRange) * (count + 1)));
+    for (int i = 0; i < count; i++) {
+        ranges[i] = partitions[i].range;
+    }
+    const snowflake::RangeCheck check = snowflake::check_ranges(
+        ranges, static_cast<size_t>(count), boundaries, static_cast<size_t>(boundary_count));
+    if (check.fit != snowflake::RangeFit::kAligned) {
+        const IdRange &range = ranges[check.culprit];
+        refuse_misaligned(
+            setup, partitions[check.culprit].relation,
+            psprintf("FROM (" INT64_FORMAT ") TO (" INT64_FORMAT ")", range.lower, range.upper));
+    }
+    bool did_something = false;
+    if (at_setup) {
+        for (int i = 0; i < count; i++) {
+            add_row(report, setup.parent, table_text(partitions[i].relation), "adopted");
+            did_something = true;
+        }
+    }
+    // From the period of create_from through ahead periods past the current one.
+    const auto boundary_total = static_cast<size_t>(boundary_count);
+    const size_t first_period = snowflake::period_of(boundaries, boundary_total, create_from);
+    const size_t end_period = snowflake::period_of(boundaries, boundary_total, now_id) + 1 +
+                              static_cast<size_t>(setup.ahead);
+    bool *missing = static_cast<bool *>(palloc0(sizeof(bool) * boundary_count));
+    snowflake::missing_periods(ranges, static_cast<size_t>(count), boundaries, boundary_total,
+                               first_period, end_period, missing);
+    for (int period = 0; period + 1 < boundary_count; period++) {
+        if (missing[period]) {
+            char *name = create_partition(report, setup, owner, key_attnum, boundaries[period],
+                                          boundaries[period + 1], starts[period]);
+            add_row(report, setup.parent, name, "created");
+            did_something = true;
+        }
+    }
+    if (setup.has_retain &&
+        trim_partitions(report, extension, setup, owner, key_attnum, partitions, count)) {
+        did_something = true;
+    }
+    if (!did_something) {
+        add_row(report, setup.parent, nullptr, "nothing to do");
+    }
+}
+
+// The setup of a table from the configuration table, read once its lock is held; false if it has
+// none.
+bool read_setup(const Extension &extension, Oid parent, Setup *setup) {
+    Oid types[1] = {OIDOID};
+    Datum values[1] = {ObjectIdGetDatum(parent)};
+    if (SPI_execute_with_args(
+            psprintf("SELECT every, ahead, retain, time_zone, drop_expired FROM "
+                     "%s.snowflake_partitioned_tables WHERE parent OPERATOR(pg_catalog.=) "
+                     "$1::pg_catalog.regclass",
+                     extension.schema),
+            1, types, values, nullptr, true, 0) != SPI_OK_SELECT) {
+        elog(ERROR, "snowflake: could not read snowflake_partitioned_tables");
+    }
+    if (SPI_processed == 0) {
+        return false;
+    }
+    HeapTuple row = SPI_tuptable->vals[0];
+    const TupleDesc description = SPI_tuptable->tupdesc;
+    bool is_null = true;
+    setup->parent = parent;
+    setup->every = datumCopy(SPI_getbinval(row, description, 1, &is_null), false, sizeof(Interval));
+    const Interval *every = DatumGetIntervalP(setup->every);
+    if (!snowflake::partition_unit_of(every->month, every->day, every->time, &setup->unit)) {
+        elog(ERROR, "snowflake: snowflake_partitioned_tables holds an interval it cannot use");
+    }
+    setup->ahead = DatumGetInt32(SPI_getbinval(row, description, 2, &is_null));
+    const Datum retain = SPI_getbinval(row, description, 3, &is_null);
+    setup->has_retain = !is_null;
+    setup->retain = is_null ? Datum(0) : datumCopy(retain, false, sizeof(Interval));
+    setup->time_zone = SPI_getvalue(row, description, 4);
+    setup->drop_expired = DatumGetBool(SPI_getbinval(row, description, 5, &is_null));
+    return true;
+}
+
+// Opens the report: the rows the function returns, kept in a tuplestore.
+Report open_report(FunctionCallInfo fcinfo, const char *function_name) {
+    InitMaterializedSRF(fcinfo, 0);
+    const auto *result_info = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
+    return Report{result_info->setResult, result_info->setDesc, function_name};
+}
+
+// Refuses a REPEATABLE READ or SERIALIZABLE transaction: the partitions must be read as they are
+// once the lock is held.
+void refuse_old_snapshot(const char *function_name) {
+    if (IsolationUsesXactSnapshot()) {
+        ereport(ERROR, (errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+                        errmsg("%s cannot run in a REPEATABLE READ or SERIALIZABLE transaction",
+                               function_name),
+                        errhint("Run it in a READ COMMITTED transaction (the default).")));
+    }
+}
+
+}  // namespace
+
+// Sets a table up for time partitions and brings it up to date at once (doc/reference.md).
+extern "C" Datum snowflake_partition_table(PG_FUNCTION_ARGS) {
+    constexpr char kName[] = "snowflake_partition_table()";
+    if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(4) ||
+        PG_ARGISNULL(5)) {
+        ereport(ERROR,
+                (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+                 errmsg("%s needs a table, an interval, a count ahead and a time zone", kName),
+                 errhint("Call it as snowflake_partition_table('events', '1 month').")));
+    }
+    refuse_old_snapshot(kName);
+    const Report report = open_report(fcinfo, kName);
+    Setup setup;
+    setup.parent = PG_GETARG_OID(0);
+    setup.every = PG_GETARG_DATUM(1);
+    const Interval *every = PG_GETARG_INTERVAL_P(1);
+    if (!snowflake::partition_unit_of(every->month, every->day, every->time, &setup.unit)) {
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("%s partitions by one hour, day, week or month, not %s", kName,
+                               DatumGetCString(DirectFunctionCall1(interval_out, setup.every))),
+                        errhint("Pass '1 hour', '1 day', '1 week' or '1 month'.")));
+    }
+    setup.ahead = PG_GETARG_INT32(2);
+    if (setup.ahead < 0 || setup.ahead > 1000) {
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("ahead must be between 0 and 1000, not %d", setup.ahead),
+                        errhint("Pass how many partitions past the current one to keep, such as "
+                                "3.")));
+    }
+    setup.has_retain = !PG_ARGISNULL(3);
+    setup.retain = setup.has_retain ? PG_GETARG_DATUM(3) : Datum(0);
+    if (setup.has_retain) {
+        const Interval *retain = PG_GETARG_INTERVAL_P(3);
+        if (retain->month < 0 || retain->day < 0 || retain->time < 0 ||
+            (retain->month == 0 && retain->day == 0 && retain->time == 0)) {
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("retain must be a positive interval"),
+                            errhint("Pass how long to keep rows, such as '12 months', or NULL to "
+                                    "keep every partition.")));
+        }
+    }
+    setup.time_zone = text_to_cstring(PG_GETARG_TEXT_PP(4));
+    setup.drop_expired = PG_GETARG_BOOL(5);
+
+    const int guc_nest_level = NewGUCNestLevel();
+    (void)set_config_option("search_path", kPinnedSearchPath, PGC_USERSET, PGC_S_SESSION,
+                            GUC_ACTION_SAVE, true, 0, false);
+    SPI_connect();
+    const Extension extension = find_extension();
+    lock_parent(setup.parent, kName);
+    // An unknown time zone fails here, before anything is written.
+    Oid zone_type[1] = {TEXTOID};
+    Datum zone[1] = {CStringGetTextDatum(setup.time_zone)};
+    (void)SPI_execute_with_args("SELECT pg_catalog.now() AT TIME ZONE $1", 1, zone_type, zone,
+                                nullptr, true, 0);
+    Oid types[6] = {OIDOID, INTERVALOID, INT4OID, INTERVALOID, TEXTOID, BOOLOID};
+    Datum values[6] = {ObjectIdGetDatum(setup.parent),
+                       setup.every,
+                       Int32GetDatum(setup.ahead),
+                       setup.retain,
+                       zone[0],
+                       BoolGetDatum(setup.drop_expired)};
+    const char nulls[7] = {' ', ' ', ' ', setup.has_retain ? ' ' : 'n', ' ', ' ', '\0'};
+    run_as_owner(report, owner_of(extension.config_table),
+                 psprintf("INSERT INTO %s.snowflake_partitioned_tables AS t (parent, every, ahead, "
+                          "retain, time_zone, drop_expired) VALUES ($1::pg_catalog.regclass, $2, "
+                          "$3, $4, $5, $6) ON CONFLICT (parent) DO UPDATE SET every = "
+                          "excluded.every, ahead = excluded.ahead, retain = excluded.retain, "
+                          "time_zone = excluded.time_zone, drop_expired = excluded.drop_expired",
+                          extension.schema),
+                 6, types, values, nulls, false);
+    maintain_table(report, extension, setup, true);
+    SPI_finish();
+    AtEOXact_GUC(true, guc_nest_level);
+    return static_cast<Datum>(0);
+}
+
+// Brings one table, or every table set up that the caller may maintain, up to its setup.
+extern "C" Datum snowflake_maintain_partitions(PG_FUNCTION_ARGS) {
+    constexpr char kName[] = "snowflake_maintain_partitions()";
+    refuse_old_snapshot(kName);
+    const Report report = open_report(fcinfo, kName);
+    const int guc_nest_level = NewGUCNestLevel();
+    (void)set_config_option("search_path", kPinnedSearchPath, PGC_USERSET, PGC_S_SESSION,
+                            GUC_ACTION_SAVE, true, 0, false);
+    SPI_connect();
+    const Extension extension = find_extension();
+    Oid *parents = nullptr;
+    int parent_count = 0;
+    if (!PG_ARGISNULL(0)) {
+        parents = static_cast<Oid *>(palloc(sizeof(Oid)));
+        parents[0] = PG_GETARG_OID(0);
+        parent_count = 1;
+    } else {
+        // Every table set up that still exists and whose owner's privileges the caller has.
+        if (SPI_execute(psprintf("SELECT t.parent::pg_catalog.oid FROM "
+                                 "%s.snowflake_partitioned_tables AS t JOIN pg_catalog.pg_class "
+                                 "AS c ON c.oid OPERATOR(pg_catalog.=) t.parent::pg_catalog.oid "
+                                 "WHERE pg_catalog.pg_has_role(c.relowner, 'USAGE') ORDER BY 1",
+                                 extension.schema),
+                        true, 0) != SPI_OK_SELECT) {
+            elog(ERROR, "snowflake: could not read snowflake_partitioned_tables");
+        }
+        parent_count = static_cast<int>(SPI_processed);
+        parents = static_cast<Oid *>(palloc(sizeof(Oid) * (parent_count + 1)));
+        for (int i = 0; i < parent_count; i++) {
+            bool is_null = true;
+            parents[i] = DatumGetObjectId(
+                SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &is_null));
+        }
+    }
+    for (int i = 0; i < parent_count; i++) {
+        lock_parent(parents[i], kName);
+        Setup setup;
+        if (!read_setup(extension, parents[i], &setup)) {
+            ereport(ERROR,
+                    (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                     errmsg("%s is not set up for time partitions", table_text(parents[i])),
+                     errhint("Set it up first: SELECT * FROM snowflake_partition_table('%s', "
+                             "'1 month').",
+                             table_text(parents[i]))));
+        }
+        maintain_table(report, extension, setup, false);
+    }
+    SPI_finish();
+    AtEOXact_GUC(true, guc_nest_level);
+    return static_cast<Datum>(0);
+}

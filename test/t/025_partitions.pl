@@ -1,0 +1,144 @@
+# Time partitions (version 1.7) under load and through a dump: rows inserted one per transaction
+# in one session while other sessions set the table up again and again with more partitions
+# ahead, maintain it and detach expired partitions (no insert fails, no row is lost, two
+# maintenance sessions at once never fail); pg_dump and pg_restore keep the setup, and
+# maintenance of the restored copy has nothing to do; and pg_cron, where its library is
+# installed in the PostgreSQL under test (it is skipped otherwise, as the Citus test is), runs
+# the README's cron.schedule() line for real and partitions appear.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use SnowflakeTest;
+
+my $node = snowflake_node('partitions', machine_id => 5);
+$node->start;
+$node->safe_psql('postgres', q(
+CREATE EXTENSION snowflake;
+CREATE TABLE events (id bigint NOT NULL DEFAULT snowflake_nextval() PRIMARY KEY, body text)
+    PARTITION BY RANGE (id);
+-- Two old hours with a row each, which the retention detaches while the inserts run.
+CREATE TABLE events_old1 PARTITION OF events FOR VALUES
+    FROM (snowflake_min_id(date_trunc('hour', now()) - interval '5 hours'))
+    TO (snowflake_min_id(date_trunc('hour', now()) - interval '4 hours'));
+CREATE TABLE events_old2 PARTITION OF events FOR VALUES
+    FROM (snowflake_min_id(date_trunc('hour', now()) - interval '4 hours'))
+    TO (snowflake_min_id(date_trunc('hour', now()) - interval '3 hours'));
+INSERT INTO events VALUES
+    (snowflake_min_id(date_trunc('hour', now()) - interval '5 hours') + 1, 'old'),
+    (snowflake_min_id(date_trunc('hour', now()) - interval '4 hours') + 1, 'old');
+));
+my $setup = $node->safe_psql('postgres',
+    q(SELECT string_agg(DISTINCT action, ', ' ORDER BY action)
+      FROM snowflake_partition_table('events', '1 hour', 1)));
+is($setup, 'adopted, created', 'the old hours are adopted and the rest created');
+
+# One row per transaction, numbered, until the maintenance below is over, so that every
+# maintenance step runs while rows go in.
+$node->safe_psql('postgres', 'CREATE TABLE stop_inserting (at timestamptz)');
+my $inserts = start_statement($node, 'postgres', q(
+DO $$
+DECLARE
+    i integer := 0;
+BEGIN
+    LOOP
+        i := i + 1;
+        INSERT INTO events (body) VALUES ('new ' || i);
+        COMMIT;
+        EXIT WHEN EXISTS (SELECT FROM stop_inserting);
+    END LOOP;
+END
+$$));
+my $rival = start_statement($node, 'postgres', q(
+DO $$
+BEGIN
+    FOR i IN 1 .. 40 LOOP
+        PERFORM snowflake_maintain_partitions('events');
+        COMMIT;
+    END LOOP;
+END
+$$));
+my $created = 0;
+for my $ahead (2 .. 21) {
+    $created += $node->safe_psql('postgres',
+        "SELECT count(*) FROM snowflake_partition_table('events', '1 hour', $ahead,"
+          . " retain => '2 hours') WHERE action = 'created'");
+    $node->safe_psql('postgres', 'SELECT * FROM snowflake_maintain_partitions()');
+}
+$node->safe_psql('postgres', 'INSERT INTO stop_inserting VALUES (now())');
+my $inserted = eval { finish_statement($inserts); 1 };
+ok($inserted, 'no insert failed while partitions were attached and detached')
+  or diag($@);
+ok(eval { finish_statement($rival); 1 }, 'the concurrent maintenance never failed') or diag($@);
+ok($created >= 20, "each new setup created a partition further ahead ($created)");
+my ($count, $last) = split /\|/, $node->safe_psql('postgres',
+    q(SELECT count(*), max(substr(body, 5)::integer) FROM events WHERE body LIKE 'new %'));
+ok($last > 0, "rows went in during the maintenance ($last)");
+is($count, $last, 'every row inserted is there, none lost');
+is($node->safe_psql('postgres',
+        q(SELECT count(*) FROM pg_class WHERE relname IN ('events_old1', 'events_old2')
+          AND NOT relispartition)),
+    '2', 'the expired hours were detached, not dropped');
+is($node->safe_psql('postgres',
+        q(SELECT string_agg(action, ', ') FROM snowflake_maintain_partitions('events'))),
+    'nothing to do', 'then nothing is due');
+
+# pg_dump and pg_restore keep the setup (an extension configuration table) and the partitions.
+my $tmp = $PostgreSQL::Test::Utils::tmp_check;
+$node->command_ok(['pg_dump', '-Fc', '-f', "$tmp/events.dump", '-d', $node->connstr('postgres')],
+    'pg_dump, custom format');
+$node->safe_psql('postgres', 'CREATE DATABASE restored');
+$node->command_ok(
+    ['pg_restore', '--exit-on-error', '-d', $node->connstr('restored'), "$tmp/events.dump"],
+    'the dump restores without an error');
+my $setup_query =
+  q(SELECT parent, every, ahead, retain, time_zone, drop_expired FROM snowflake_partitioned_tables);
+is($node->safe_psql('restored', $setup_query), $node->safe_psql('postgres', $setup_query),
+    'the restored database has the setup');
+is($node->safe_psql('restored',
+        q(SELECT string_agg(action, ', ') FROM snowflake_maintain_partitions())),
+    'nothing to do', 'the restored partitions line up and reach as far');
+is($node->safe_psql('restored', 'SELECT count(*) FROM events'),
+    $node->safe_psql('postgres', 'SELECT count(*) FROM events'), 'and hold every row');
+$node->stop;
+
+# pg_cron, preloaded beside the library: the README's line, run by the scheduler.
+my $pkglibdir = $node->config_data('--pkglibdir');
+SKIP: {
+    skip "pg_cron is not installed in this PostgreSQL ($pkglibdir/pg_cron.so)", 2
+      unless -e "$pkglibdir/pg_cron.so";
+    my $cron = snowflake_node('cron', machine_id => 6);
+    $cron->append_conf('postgresql.conf', qq(
+shared_preload_libraries = 'snowflake,pg_cron'
+cron.database_name = 'postgres'
+cron.use_background_workers = on
+max_worker_processes = 20
+));
+    $cron->start;
+    $cron->safe_psql('postgres', q(
+CREATE EXTENSION snowflake;
+CREATE EXTENSION pg_cron;
+CREATE TABLE events (id bigint NOT NULL DEFAULT snowflake_nextval() PRIMARY KEY, body text)
+    PARTITION BY RANGE (id);
+SELECT * FROM snowflake_partition_table('events', '1 hour', 1);
+));
+    my $before = $cron->safe_psql('postgres',
+        q(SELECT count(*) FROM pg_inherits WHERE inhparent = 'events'::regclass));
+    # A larger ahead in the setup, which the scheduled maintenance then fills.
+    $cron->safe_psql('postgres',
+        q(UPDATE snowflake_partitioned_tables SET ahead = 4 WHERE parent = 'events'::regclass));
+    $cron->safe_psql('postgres', q(
+SELECT cron.schedule('snowflake-partitions', '* * * * *',
+                     'SELECT * FROM snowflake_maintain_partitions()');
+));
+    ok($cron->poll_query_until('postgres',
+            q(SELECT count(*) = 5 FROM pg_inherits WHERE inhparent = 'events'::regclass)),
+        "pg_cron's run of snowflake_maintain_partitions() created the partitions (from $before)");
+    is($cron->safe_psql('postgres',
+            q(SELECT status FROM cron.job_run_details ORDER BY runid LIMIT 1)),
+        'succeeded', 'and the job succeeded');
+    $cron->stop;
+}
+
+done_testing();

@@ -1,0 +1,105 @@
+// Naming partitions, checking existing ranges against boundaries, and what is missing or expired.
+
+#include "core/partition_plan.hpp"
+
+#include <gtest/gtest.h>
+
+namespace snowflake {
+namespace {
+
+constexpr int64_t kBoundaries[] = {100, 200, 300, 400, 500};
+constexpr size_t kBoundaryCount = sizeof(kBoundaries) / sizeof(kBoundaries[0]);
+
+TEST(PartitionUnit, AcceptsOneHourDayWeekOrMonthOnly) {
+    PartitionUnit unit = PartitionUnit::kDay;
+    EXPECT_TRUE(partition_unit_of(1, 0, 0, &unit));
+    EXPECT_EQ(unit, PartitionUnit::kMonth);
+    EXPECT_TRUE(partition_unit_of(0, 7, 0, &unit));
+    EXPECT_EQ(unit, PartitionUnit::kWeek);
+    EXPECT_TRUE(partition_unit_of(0, 1, 0, &unit));
+    EXPECT_EQ(unit, PartitionUnit::kDay);
+    EXPECT_TRUE(partition_unit_of(0, 0, int64_t{3600} * 1000000, &unit));
+    EXPECT_EQ(unit, PartitionUnit::kHour);
+    EXPECT_FALSE(partition_unit_of(0, 0, int64_t{86400} * 1000000, &unit));  // '24 hours'
+    EXPECT_FALSE(partition_unit_of(2, 0, 0, &unit));
+    EXPECT_FALSE(partition_unit_of(0, 2, 0, &unit));
+    EXPECT_FALSE(partition_unit_of(1, 1, 0, &unit));
+    EXPECT_FALSE(partition_unit_of(0, 0, 1800 * int64_t{1000000}, &unit));
+    EXPECT_FALSE(partition_unit_of(0, 0, 0, &unit));
+    EXPECT_FALSE(partition_unit_of(-1, 0, 0, &unit));
+}
+
+TEST(PartitionSuffix, SaysTheTimeRange) {
+    const PeriodStart start{2026, 12, 1, 13, 2026, 49};
+    char suffix[kPartitionSuffixSize];
+    EXPECT_EQ(partition_suffix(PartitionUnit::kMonth, start, suffix, sizeof(suffix)), 9u);
+    EXPECT_STREQ(suffix, "_p2026_12");
+    partition_suffix(PartitionUnit::kDay, start, suffix, sizeof(suffix));
+    EXPECT_STREQ(suffix, "_p2026_12_01");
+    partition_suffix(PartitionUnit::kHour, start, suffix, sizeof(suffix));
+    EXPECT_STREQ(suffix, "_p2026_12_01_13");
+    // The ISO year of a week may differ from the calendar year of its Monday.
+    partition_suffix(PartitionUnit::kWeek, {2024, 12, 30, 0, 2025, 1}, suffix, sizeof(suffix));
+    EXPECT_STREQ(suffix, "_p2025w01");
+}
+
+TEST(CheckRanges, AcceptsPartitionsOfWholePeriodsInAnyOrder) {
+    const IdRange existing[] = {{300, 400}, {100, 200}};
+    EXPECT_EQ(check_ranges(existing, 2, kBoundaries, kBoundaryCount).fit, RangeFit::kAligned);
+    EXPECT_EQ(check_ranges(nullptr, 0, kBoundaries, kBoundaryCount).fit, RangeFit::kAligned);
+}
+
+TEST(CheckRanges, NamesThePartitionThatDoesNotLineUp) {
+    const IdRange off_start[] = {{100, 200}, {150, 200}};
+    RangeCheck check = check_ranges(off_start, 2, kBoundaries, kBoundaryCount);
+    EXPECT_EQ(check.fit, RangeFit::kMisaligned);
+    EXPECT_EQ(check.culprit, 1u);
+    const IdRange two_periods[] = {{100, 300}};
+    check = check_ranges(two_periods, 1, kBoundaries, kBoundaryCount);
+    EXPECT_EQ(check.fit, RangeFit::kMisaligned);
+    EXPECT_EQ(check.culprit, 0u);
+    const IdRange past_the_end[] = {{500, 600}};
+    EXPECT_EQ(check_ranges(past_the_end, 1, kBoundaries, kBoundaryCount).fit,
+              RangeFit::kMisaligned);
+    const IdRange twice[] = {{200, 300}, {200, 300}};
+    check = check_ranges(twice, 2, kBoundaries, kBoundaryCount);
+    EXPECT_EQ(check.fit, RangeFit::kOverlapping);
+    EXPECT_EQ(check.culprit, 1u);
+}
+
+TEST(MissingPeriods, FromTheFirstPeriodUpToTheLast) {
+    const IdRange existing[] = {{200, 300}};
+    bool missing[kBoundaryCount - 1];
+    EXPECT_EQ(missing_periods(existing, 1, kBoundaries, kBoundaryCount, 1, 4, missing), 2u);
+    EXPECT_FALSE(missing[0]);  // before first: a gap in the past is left alone
+    EXPECT_FALSE(missing[1]);
+    EXPECT_TRUE(missing[2]);
+    EXPECT_TRUE(missing[3]);
+    // A hand-made partition further ahead than the setup asks: the periods up to it stay empty.
+    const IdRange far_ahead[] = {{400, 500}};
+    EXPECT_EQ(missing_periods(far_ahead, 1, kBoundaries, kBoundaryCount, 0, 2, missing), 2u);
+    EXPECT_TRUE(missing[0]);
+    EXPECT_TRUE(missing[1]);
+    EXPECT_FALSE(missing[2]);
+    EXPECT_FALSE(missing[3]);
+    const IdRange all[] = {{100, 200}, {200, 300}, {300, 400}, {400, 500}};
+    EXPECT_EQ(missing_periods(all, 4, kBoundaries, kBoundaryCount, 0, 4, missing), 0u);
+}
+
+TEST(PeriodOf, TheLastBoundaryAtOrBeforeTheId) {
+    EXPECT_EQ(period_of(kBoundaries, kBoundaryCount, 100), 0u);
+    EXPECT_EQ(period_of(kBoundaries, kBoundaryCount, 199), 0u);
+    EXPECT_EQ(period_of(kBoundaries, kBoundaryCount, 200), 1u);
+    EXPECT_EQ(period_of(kBoundaries, kBoundaryCount, 450), 3u);
+    EXPECT_EQ(period_of(kBoundaries, kBoundaryCount, 50), 0u);
+    EXPECT_EQ(period_of(kBoundaries, kBoundaryCount, 900), 3u);
+}
+
+TEST(IsExpired, OnlyWhenTheWholeRangeIsOlder) {
+    EXPECT_TRUE(is_expired({100, 200}, 200));
+    EXPECT_TRUE(is_expired({100, 200}, 250));
+    EXPECT_FALSE(is_expired({100, 200}, 199));
+}
+
+}  // namespace
+}  // namespace snowflake
