@@ -6,7 +6,8 @@
 # predicate reaches the shards and is answered by their primary keys. A second distributed table
 # has the snowflake type as its distribution column: its rows get their ids from the default, a
 # lookup by id goes to one shard, row_to_json writes the id as a string, and a reference table's
-# bigint column joins it.
+# bigint column joins it. A third is partitioned by month with snowflake_partition_table(), and
+# Citus distributes each partition it attaches.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -133,6 +134,33 @@ FROM typed_events e JOIN typed_notes n ON n.event_id = e.id)),
     $coordinator->safe_psql('postgres',
         "SELECT count(*) - 1 || ' true' FROM typed_notes"),
     "a reference table's bigint column joins the snowflake distribution column");
+
+# A distributed table partitioned by time on its key (1.7): Citus gives every partition that
+# snowflake_partition_table() and snowflake_maintain_partitions() attach its shards, and rows
+# routed by the default land in the current month's.
+$coordinator->safe_psql('postgres', q(
+CREATE TABLE monthly_events (id snowflake NOT NULL DEFAULT snowflake_nextval(), kind text)
+    PARTITION BY RANGE (id);
+SELECT create_distributed_table('monthly_events', 'id', shard_count := 4);
+SELECT count(*) FROM snowflake_partition_table('monthly_events', '1 month', 2);
+INSERT INTO monthly_events (kind) SELECT 'signup' FROM generate_series(1, 1000);
+));
+is( $coordinator->safe_psql('postgres', q(
+SELECT count(*) || ' ' || bool_and(p.partition::text ~ '^monthly_events_p\d{4}_\d{2}$')
+    || ' ' || bool_and(d.shards = 4)
+FROM (SELECT inhrelid::regclass AS partition FROM pg_inherits
+      WHERE inhparent = 'monthly_events'::regclass) AS p
+JOIN LATERAL (SELECT count(*) AS shards FROM pg_dist_shard
+              WHERE logicalrelid = p.partition) AS d ON true)),
+    '3 true true', "the month's partition and two ahead, each distributed over 4 shards");
+is( $coordinator->safe_psql('postgres', q(
+SELECT count(*) FROM monthly_events
+WHERE snowflake_timestamp(id) >= date_trunc('month', now(), 'UTC'))),
+    '1000', "the rows went in, through the current month's partition");
+is( $coordinator->safe_psql('postgres',
+        q(SELECT count(*) FROM snowflake_maintain_partitions('monthly_events')
+          WHERE action <> 'nothing to do')),
+    '0', 'maintenance then has nothing to do');
 
 $_->stop for values %node;
 done_testing();
