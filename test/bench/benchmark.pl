@@ -664,17 +664,22 @@ sub postmaster_pid {
 }
 
 # Waits until a postmaster has no client backend left (a process title with the client's
-# address: [local] or host(port)), so that the CPU time of every backend that has served a client
-# is in the postmaster's cutime and cstime.
+# address: [local] or host(port)) and none it has yet to reap, so that the CPU time of every
+# backend that has served a client is in the postmaster's cutime and cstime.
 sub wait_for_no_client_backends {
     my ($postmaster) = @_;
     for (my $tries = 0; ; $tries++) {
         open my $fh, '<', "/proc/$postmaster/task/$postmaster/children"
           or die "children of $postmaster: $!";
         my @children = split ' ', scalar(<$fh>) // '';
+        # A backend that has exited counts until the postmaster has reaped it (a zombie, with no
+        # command line), since only then is its CPU time in the postmaster's.
         my @backends = grep {
-            open my $title, '<', "/proc/$_/cmdline";    # gone already if this fails
-            $title && (scalar(<$title>) // '') =~ /\[local\]|\(\d+\)/
+            open my $title, '<', "/proc/$_/cmdline";    # reaped already if this fails
+            my $command = $title ? (scalar(<$title>) // '') : undef;
+            open my $stat, '<', "/proc/$_/stat";
+            my $zombie = $stat && (scalar(<$stat>) // '') =~ /\) Z /;
+            defined $command && ($command =~ /\[local\]|\(\d+\)/ || $zombie)
         } @children;
         return unless @backends;
         die "client backends @backends did not exit\n" if $tries > 200;
