@@ -8,6 +8,7 @@
 # equal to a fresh install.
 use strict;
 use warnings;
+use FindBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -144,46 +145,9 @@ is($new->safe_psql('postgres', 'SELECT count(*) - count(DISTINCT id) FROM orders
 $new->safe_psql('postgres', 'ALTER EXTENSION snowflake UPDATE');
 $new->safe_psql('postgres', 'CREATE DATABASE fresh');
 $new->safe_psql('fresh', 'CREATE EXTENSION snowflake');
-my $objects = q(
-SELECT pg_describe_object(d.classid, d.objid, 0)
-       || coalesce(' ' || obj_description(d.objid, d.classid::regclass::text), '')
-       || CASE d.classid
-              WHEN 'pg_proc'::regclass THEN coalesce((
-                  SELECT concat_ws(' ', '', aggtransfn, aggcombinefn, aggsortop::regoperator,
-                                   aggtranstype::regtype)
-                  FROM pg_aggregate WHERE aggfnoid = d.objid),
-                  ' ' || pg_get_functiondef(d.objid)) || ' public:'
-                  || has_function_privilege('public', d.objid, 'EXECUTE')
-              WHEN 'pg_type'::regclass THEN ' ' || coalesce((
-                  SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod), ', '
-                                    ORDER BY a.attnum)
-                  FROM pg_type AS t JOIN pg_attribute AS a ON a.attrelid = t.typrelid
-                  WHERE t.oid = d.objid AND a.attnum > 0), '') || coalesce((
-                  SELECT concat_ws(' ', '', typinput, typoutput, typreceive, typsend, typlen,
-                                   typbyval, typalign, typstorage, typcategory)
-                  FROM pg_type WHERE oid = d.objid AND typtype = 'b'), '')
-              WHEN 'pg_operator'::regclass THEN (
-                  SELECT concat_ws(' ', '', oprcode, oprcom::regoperator, oprnegate::regoperator,
-                                   oprrest, oprjoin, oprcanhash, oprcanmerge)
-                  FROM pg_operator WHERE oid = d.objid)
-              WHEN 'pg_opclass'::regclass THEN (
-                  SELECT concat_ws(' ', '', opcintype::regtype, opcdefault)
-                  FROM pg_opclass WHERE oid = d.objid)
-              WHEN 'pg_cast'::regclass THEN (
-                  SELECT concat_ws(' ', '', castfunc::regprocedure, castcontext, castmethod)
-                  FROM pg_cast WHERE oid = d.objid)
-              WHEN 'pg_opfamily'::regclass THEN (
-                  SELECT ' ' || string_agg(m, ', ' ORDER BY m) FROM (
-                      SELECT format('%s %s', amopstrategy, amopopr::regoperator) AS m
-                      FROM pg_amop WHERE amopfamily = d.objid
-                      UNION ALL
-                      SELECT format('%s (%s,%s) %s', amprocnum, amproclefttype::regtype,
-                                    amprocrighttype::regtype, amproc::regprocedure)
-                      FROM pg_amproc WHERE amprocfamily = d.objid) AS members)
-              ELSE '' END
-FROM pg_depend AS d JOIN pg_extension AS e ON d.refobjid = e.oid
-WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e' AND e.extname = 'snowflake'
-ORDER BY 1);
+# The description of every member that sql/install.sql compares too, in one session each.
+my $objects = slurp_file("$FindBin::RealBin/../extension_objects.sql")
+  . 'SELECT o FROM pg_temp.extension_objects() AS o ORDER BY 1;';
 is($new->safe_psql('postgres', 'SELECT extversion FROM pg_extension'),
     $new->safe_psql('fresh', 'SELECT extversion FROM pg_extension'),
     'ALTER EXTENSION UPDATE from 1.0 reaches the default version');

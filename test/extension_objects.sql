@@ -1,0 +1,43 @@
+-- Every member of the extension, described with all that a script sets on it, for comparing one
+-- installation with another: sql/install.sql (a fresh install against the update chain) and
+-- test/t/014_upgrade.pl (after pg_upgrade) both read this file.
+CREATE FUNCTION pg_temp.extension_objects() RETURNS SETOF text LANGUAGE sql AS $$
+SELECT pg_describe_object(d.classid, d.objid, 0)
+       || coalesce(' ' || obj_description(d.objid, d.classid::regclass::text), '')
+       || CASE d.classid
+              WHEN 'pg_proc'::regclass THEN coalesce((
+                  SELECT concat_ws(' ', '', aggtransfn, aggcombinefn, aggsortop::regoperator,
+                                   aggtranstype::regtype)
+                  FROM pg_aggregate WHERE aggfnoid = d.objid),
+                  ' ' || pg_get_functiondef(d.objid)) || ' public:'
+                  || has_function_privilege('public', d.objid, 'EXECUTE')
+              WHEN 'pg_type'::regclass THEN ' ' || coalesce((
+                  SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod), ', '
+                                    ORDER BY a.attnum)
+                  FROM pg_type AS t JOIN pg_attribute AS a ON a.attrelid = t.typrelid
+                  WHERE t.oid = d.objid AND a.attnum > 0), '') || coalesce((
+                  SELECT concat_ws(' ', '', typinput, typoutput, typreceive, typsend, typlen,
+                                   typbyval, typalign, typstorage, typcategory)
+                  FROM pg_type WHERE oid = d.objid AND typtype = 'b'), '')
+              WHEN 'pg_operator'::regclass THEN (
+                  SELECT concat_ws(' ', '', oprcode, oprcom::regoperator, oprnegate::regoperator,
+                                   oprrest, oprjoin, oprcanhash, oprcanmerge)
+                  FROM pg_operator WHERE oid = d.objid)
+              WHEN 'pg_opclass'::regclass THEN (
+                  SELECT concat_ws(' ', '', opcintype::regtype, opcdefault)
+                  FROM pg_opclass WHERE oid = d.objid)
+              WHEN 'pg_cast'::regclass THEN (
+                  SELECT concat_ws(' ', '', castfunc::regprocedure, castcontext, castmethod)
+                  FROM pg_cast WHERE oid = d.objid)
+              WHEN 'pg_opfamily'::regclass THEN (
+                  SELECT ' ' || string_agg(m, ', ' ORDER BY m) FROM (
+                      SELECT format('%s %s', amopstrategy, amopopr::regoperator) AS m
+                      FROM pg_amop WHERE amopfamily = d.objid
+                      UNION ALL
+                      SELECT format('%s (%s,%s) %s', amprocnum, amproclefttype::regtype,
+                                    amprocrighttype::regtype, amproc::regprocedure)
+                      FROM pg_amproc WHERE amprocfamily = d.objid) AS members)
+              ELSE '' END
+FROM pg_depend AS d JOIN pg_extension AS e ON d.refobjid = e.oid
+WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e' AND e.extname = 'snowflake'
+$$;
