@@ -391,6 +391,28 @@ CREATE TABLE "Shop Floor"."Re ferrer 2" (r integer REFERENCES "Shop Floor"."Re f
 SELECT * FROM snowflake_convert_column('"Shop Floor"."O''Brien ""Quoted"" Table"', 'Key "1"');
 SELECT column_shape('"Shop Floor"."Re ferrer 2"', 'r');
 
+-- The settings her code makes end with the step that ran it: a set_config() of the session's
+-- search_path in her CHECK constraint, run as her during the rewrite, does not outlive the
+-- conversion (the superuser's next unqualified call would run her function).
+CREATE ROLE convert_setter;
+CREATE SCHEMA setter AUTHORIZATION convert_setter;
+SET ROLE convert_setter;
+CREATE FUNCTION setter.sets_path(bigint) RETURNS boolean IMMUTABLE LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', 'setter, pg_catalog', false);
+    RETURN true;
+END
+$$;
+CREATE TABLE setter.keys (id serial PRIMARY KEY CHECK (setter.sets_path(id)));
+INSERT INTO setter.keys DEFAULT VALUES;
+RESET ROLE;
+SET search_path = public;
+SELECT count(*) FROM snowflake_convert_column('setter.keys', 'id');
+SHOW search_path;
+RESET search_path;
+DROP SCHEMA setter CASCADE;
+DROP ROLE convert_setter;
+
 DROP SCHEMA mallory_space CASCADE;
 DROP TABLE vip_orders, vip_audit, hidden_keys;
 DROP ROLE convert_mallory, convert_rls_owner;

@@ -196,6 +196,44 @@ SET ROLE partition_owner;
 SELECT * FROM snowflake_maintain_partitions('hers.t');
 RESET ROLE;
 
+-- The settings her code makes end with the step that ran it: her CHECK's set_config() of the
+-- session's search_path, run as her when a partition is attached, does not outlive the call.
+SET ROLE partition_owner;
+CREATE FUNCTION hers.sets_path(integer) RETURNS boolean IMMUTABLE LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', 'hers, pg_catalog', false);
+    RETURN true;
+END
+$$;
+CREATE TABLE hers.paths (id bigint NOT NULL, CHECK (hers.sets_path(1))) PARTITION BY RANGE (id);
+RESET ROLE;
+SET search_path = partitions, public;
+SELECT count(*) > 0 AS created FROM snowflake_partition_table('hers.paths', '1 day', 1);
+SHOW search_path;
+
+-- A time zone is named: an abbreviation or a POSIX offset would align differently elsewhere.
+CREATE TABLE zoned (id bigint NOT NULL) PARTITION BY RANGE (id);
+SELECT * FROM snowflake_partition_table('zoned', '1 day', 1, NULL, 'IST');
+SELECT * FROM snowflake_partition_table('zoned', '1 day', 1, NULL, 'UTC+99');
+
+-- Maintenance of every table goes on past one that fails: its setup written by hand with an
+-- interval the functions never accept, it gets a warning and a row, the others their periods.
+SELECT count(*) > 0 AS set_up FROM snowflake_partition_table('zoned', '1 day', 1);
+UPDATE snowflake_partitioned_tables SET every = '2 days' WHERE parent = 'hers.paths'::regclass;
+DO $$
+DECLARE
+    p regclass;
+BEGIN
+    SELECT inhrelid::regclass INTO p FROM pg_inherits WHERE inhparent = 'zoned'::regclass
+    ORDER BY inhrelid DESC LIMIT 1;
+    EXECUTE format('DROP TABLE %s', p);
+END
+$$;
+SELECT parent, action ~ '^(created|failed: )' AS reported, action ~ '^failed: ' AS failed
+FROM snowflake_maintain_partitions() WHERE parent IN ('zoned'::regclass, 'hers.paths'::regclass)
+ORDER BY 1::text, 2;
+SELECT count(*) AS zoned_partitions FROM pg_inherits WHERE inhparent = 'zoned'::regclass;
+
 -- Not set up.
 SELECT * FROM snowflake_maintain_partitions('odd');
 

@@ -34,8 +34,10 @@ OwnerContext begin_as_owner(Oid owner) {
     return context;
 }
 
-// Left after the step: the settings of the step are undone and the caller is back.
+// Left after the step: every setting changed in the step is undone, a plain SET or set_config()
+// of the owner's code included (AtEOXact_GUC's isCommit false, as PostgreSQL's maintenance
+// commands end theirs), and the caller is back.
 void end_as_owner(const OwnerContext &context) {
-    AtEOXact_GUC(true, context.guc_nest_level);
+    AtEOXact_GUC(false, context.guc_nest_level);
     SetUserIdAndSecContext(context.saved_user, context.saved_security_context);
 }

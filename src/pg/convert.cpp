@@ -1453,7 +1453,7 @@ Datum convert_column(FunctionCallInfo fcinfo, Oid target) {
     convert_key(store, tupdesc, relation, column, key, paths, roots, root_count, extension_schema,
                 new_id);
     SPI_finish();
-    AtEOXact_GUC(true, guc_nest_level);
+    AtEOXact_GUC(false, guc_nest_level);
     return static_cast<Datum>(0);
 }
 

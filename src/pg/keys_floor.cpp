@@ -585,7 +585,7 @@ void snowflake_check_database_keys(SnowflakeShared *shared, Oid nextval_oid, sno
                         snowflake::key_floor_through_ms(window, now_unix_ms, probe.highest_key),
                         probe.highest_key, probe.key_source, now_unix_ms);
     disarm_if_all_checked(shared, remember_database_checked(shared));
-    AtEOXact_GUC(true, guc_nest_level);
+    AtEOXact_GUC(false, guc_nest_level);
     SetUserIdAndSecContext(saved_user, saved_security_context);
 
     const char *database = get_database_name(MyDatabaseId);

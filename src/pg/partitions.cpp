@@ -17,9 +17,11 @@ extern "C" {
 
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
+#include "executor/executor.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -34,6 +36,7 @@ extern "C" {
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/partcache.h"
+#include "utils/resowner.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
@@ -159,8 +162,9 @@ Extension find_extension() {
 // The table, checked and locked: the caller must have the privileges of its owner (checked
 // before the lock, so that a stranger cannot lock it, and again once it is held). Its
 // ShareUpdateExclusiveLock conflicts with itself, so maintenance of one table is serialised, and
-// not with inserts, updates or deletes.
-void lock_parent(Oid relation, const char *function_name) {
+// not with inserts, updates or deletes. Without wait, a table another session holds is left
+// (false), so that a call over many tables never waits while it holds locks on others.
+bool lock_parent(Oid relation, const char *function_name, bool wait) {
     for (int attempt = 0; attempt < 2; attempt++) {
         HeapTuple tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relation));
         if (!HeapTupleIsValid(tuple)) {
@@ -189,10 +193,14 @@ void lock_parent(Oid relation, const char *function_name) {
                              "key, then call %s.",
                              function_name)));
         }
-        if (attempt == 0) {
+        if (attempt == 0 && wait) {
             LockRelationOid(relation, ShareUpdateExclusiveLock);
+        } else if (attempt == 0 &&
+                   !ConditionalLockRelationOid(relation, ShareUpdateExclusiveLock)) {
+            return false;
         }
     }
+    return true;
 }
 
 // The partition key: a single bigint or snowflake column, by range. Returns its number.
@@ -523,8 +531,9 @@ void maintain_table(const Report &report, const Extension &extension, const Setu
     }
 }
 
-// The setup of a table from the configuration table, read once its lock is held; false if it has
-// none.
+// The setup of a table from the configuration table, read once its lock is held and with a new
+// snapshot (not read-only), so that a setup committed while the lock was awaited is the one
+// applied; false if it has none.
 bool read_setup(const Extension &extension, Oid parent, Setup *setup) {
     Oid types[1] = {OIDOID};
     Datum values[1] = {ObjectIdGetDatum(parent)};
@@ -533,7 +542,7 @@ bool read_setup(const Extension &extension, Oid parent, Setup *setup) {
                      "%s.snowflake_partitioned_tables WHERE parent OPERATOR(pg_catalog.=) "
                      "$1::pg_catalog.regclass",
                      extension.schema),
-            1, types, values, nullptr, true, 0) != SPI_OK_SELECT) {
+            1, types, values, nullptr, false, 0) != SPI_OK_SELECT) {
         elog(ERROR, "snowflake: could not read snowflake_partitioned_tables");
     }
     if (SPI_processed == 0) {
@@ -546,7 +555,13 @@ bool read_setup(const Extension &extension, Oid parent, Setup *setup) {
     setup->every = datumCopy(SPI_getbinval(row, description, 1, &is_null), false, sizeof(Interval));
     const Interval *every = DatumGetIntervalP(setup->every);
     if (!snowflake::partition_unit_of(every->month, every->day, every->time, &setup->unit)) {
-        elog(ERROR, "snowflake: snowflake_partitioned_tables holds an interval it cannot use");
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                 errmsg("the setup of %s in snowflake_partitioned_tables has an interval that is "
+                        "not 1 hour, 1 day, 1 week or 1 month",
+                        table_text(parent)),
+                 errhint("Set the table up again with snowflake_partition_table() rather than "
+                         "writing the configuration table.")));
     }
     setup->ahead = DatumGetInt32(SPI_getbinval(row, description, 2, &is_null));
     const Datum retain = SPI_getbinval(row, description, 3, &is_null);
@@ -626,12 +641,25 @@ extern "C" Datum snowflake_partition_table(PG_FUNCTION_ARGS) {
                             GUC_ACTION_SAVE, true, 0, false);
     SPI_connect();
     const Extension extension = find_extension();
-    lock_parent(setup.parent, kName);
-    // An unknown time zone fails here, before anything is written.
+    lock_parent(setup.parent, kName, true);
+    // Only a zone's name means the same in every session: an abbreviation depends on the
+    // session's timezone_abbreviations, and a POSIX offset such as UTC+99 on no rule at all.
     Oid zone_type[1] = {TEXTOID};
     Datum zone[1] = {CStringGetTextDatum(setup.time_zone)};
-    (void)SPI_execute_with_args("SELECT pg_catalog.now() AT TIME ZONE $1", 1, zone_type, zone,
-                                nullptr, true, 0);
+    (void)SPI_execute_with_args(
+        "SELECT EXISTS (SELECT FROM pg_catalog.pg_timezone_names "
+        "WHERE name OPERATOR(pg_catalog.=) $1)",
+        1, zone_type, zone, nullptr, true, 0);
+    bool zone_is_null = true;
+    if (!DatumGetBool(
+            SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &zone_is_null))) {
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                 errmsg("time zone \"%s\" is not the name of a time zone", setup.time_zone),
+                 errhint("Name one of pg_timezone_names, such as 'UTC' or 'Europe/Berlin': an "
+                         "abbreviation or an offset would align the partitions differently in "
+                         "another session.")));
+    }
     Oid types[6] = {OIDOID, INTERVALOID, INT4OID, INTERVALOID, TEXTOID, BOOLOID};
     Datum values[6] = {ObjectIdGetDatum(setup.parent),
                        setup.every,
@@ -650,8 +678,75 @@ extern "C" Datum snowflake_partition_table(PG_FUNCTION_ARGS) {
                  6, types, values, nulls, false);
     maintain_table(report, extension, setup, true);
     SPI_finish();
-    AtEOXact_GUC(true, guc_nest_level);
+    AtEOXact_GUC(false, guc_nest_level);
     return static_cast<Datum>(0);
+}
+
+// One named table: its lock awaited, an error the caller's.
+void maintain_named_table(const Report &report, const Extension &extension, Oid parent,
+                          const char *function_name) {
+    lock_parent(parent, function_name, true);
+    Setup setup;
+    if (!read_setup(extension, parent, &setup)) {
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("%s is not set up for time partitions", table_text(parent)),
+                        errhint("Set it up first: SELECT * FROM snowflake_partition_table('%s', "
+                                "'1 month').",
+                                table_text(parent))));
+    }
+    maintain_table(report, extension, setup, false);
+}
+
+// One of every table set up, in a subtransaction of its own: a table another session holds is
+// left for the next call rather than awaited (the call may hold locks on tables it has
+// maintained), and a table whose maintenance fails is reported, with a warning, and rolled back
+// alone, so that no owner's table stops the maintenance of the others.
+void maintain_one_of_many(const Report &report, const Extension &extension, Oid parent,
+                          const char *function_name) {
+    const MemoryContext context = CurrentMemoryContext;
+    const ResourceOwner owner = CurrentResourceOwner;
+    // This table's rows, kept apart until its subtransaction commits.
+    const Report table_report{tuplestore_begin_heap(false, false, work_mem), report.tupdesc,
+                              report.function_name};
+    BeginInternalSubTransaction(nullptr);
+    MemoryContextSwitchTo(context);
+    PG_TRY();
+    {
+        Setup setup;
+        if (!lock_parent(parent, function_name, false)) {
+            add_row(table_report, parent, nullptr, "skipped: locked by another session");
+        } else if (read_setup(extension, parent, &setup)) {
+            maintain_table(table_report, extension, setup, false);
+        }
+        ReleaseCurrentSubTransaction();
+        MemoryContextSwitchTo(context);
+        CurrentResourceOwner = owner;
+        TupleTableSlot *slot = MakeSingleTupleTableSlot(report.tupdesc, &TTSOpsMinimalTuple);
+        while (tuplestore_gettupleslot(table_report.store, true, false, slot)) {
+            tuplestore_puttupleslot(report.store, slot);
+        }
+        ExecDropSingleTupleTableSlot(slot);
+    }
+    PG_CATCH();
+    {
+        MemoryContextSwitchTo(context);
+        ErrorData *error = CopyErrorData();
+        FlushErrorState();
+        RollbackAndReleaseCurrentSubTransaction();
+        MemoryContextSwitchTo(context);
+        CurrentResourceOwner = owner;
+        ereport(WARNING,
+                (errcode(error->sqlerrcode),
+                 errmsg("time partitions of %s were not maintained: %s", table_text(parent),
+                        error->message),
+                 errhint("Call snowflake_maintain_partitions('%s') to see the whole error; the "
+                         "other tables were maintained.",
+                         table_text(parent))));
+        add_row(report, parent, nullptr, psprintf("failed: %s", error->message));
+        FreeErrorData(error);
+    }
+    PG_END_TRY();
+    tuplestore_end(table_report.store);
 }
 
 // Brings one table, or every table set up that the caller may maintain, up to its setup.
@@ -688,20 +783,13 @@ extern "C" Datum snowflake_maintain_partitions(PG_FUNCTION_ARGS) {
                 SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &is_null));
         }
     }
-    for (int i = 0; i < parent_count; i++) {
-        lock_parent(parents[i], kName);
-        Setup setup;
-        if (!read_setup(extension, parents[i], &setup)) {
-            ereport(ERROR,
-                    (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                     errmsg("%s is not set up for time partitions", table_text(parents[i])),
-                     errhint("Set it up first: SELECT * FROM snowflake_partition_table('%s', "
-                             "'1 month').",
-                             table_text(parents[i]))));
-        }
-        maintain_table(report, extension, setup, false);
+    if (!PG_ARGISNULL(0)) {
+        maintain_named_table(report, extension, parents[0], kName);
+    }
+    for (int i = 0; PG_ARGISNULL(0) && i < parent_count; i++) {
+        maintain_one_of_many(report, extension, parents[i], kName);
     }
     SPI_finish();
-    AtEOXact_GUC(true, guc_nest_level);
+    AtEOXact_GUC(false, guc_nest_level);
     return static_cast<Datum>(0);
 }
