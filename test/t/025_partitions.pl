@@ -101,6 +101,27 @@ is($node->safe_psql('restored',
     'nothing to do', 'the restored partitions line up and reach as far');
 is($node->safe_psql('restored', 'SELECT count(*) FROM events'),
     $node->safe_psql('postgres', 'SELECT count(*) FROM events'), 'and hold every row');
+
+# A maintenance of every table does not wait for a table another session holds: it says so, goes
+# on with the others, and leaves that table to the next call.
+$node->safe_psql('postgres', q(
+CREATE TABLE held (id bigint NOT NULL) PARTITION BY RANGE (id);
+CREATE TABLE free (id bigint NOT NULL) PARTITION BY RANGE (id);
+SELECT count(*) FROM snowflake_partition_table('held', '1 day', 1);
+SELECT count(*) FROM snowflake_partition_table('free', '1 day', 1);
+));
+my $holder = $node->background_psql('postgres');
+$holder->query_safe('BEGIN; LOCK TABLE held IN SHARE UPDATE EXCLUSIVE MODE');
+my $report = $node->safe_psql('postgres', q(
+SET lock_timeout = '5s';
+SELECT parent || ': ' || action FROM snowflake_maintain_partitions()
+WHERE parent IN ('held'::regclass, 'free'::regclass) ORDER BY 1));
+like($report, qr/^held: skipped: locked by another session$/m,
+    'a table another session holds is skipped, not awaited');
+like($report, qr/^free: nothing to do$/m, 'and the other tables are maintained');
+$holder->query_safe('COMMIT');
+$holder->quit;
+
 $node->stop;
 
 # pg_cron, preloaded beside the library: the README's line, run by the scheduler.
