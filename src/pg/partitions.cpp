@@ -697,6 +697,9 @@ void maintain_named_table(const Report &report, const Extension &extension, Oid 
     maintain_table(report, extension, setup, false);
 }
 
+// How long maintenance of every table waits for a lock of one of them.
+constexpr char kManyTablesLockTimeout[] = "1s";
+
 // One of every table set up, in a subtransaction of its own: a table another session holds is
 // left for the next call rather than awaited (the call may hold locks on tables it has
 // maintained), and a table whose maintenance fails is reported, with a warning, and rolled back
@@ -712,12 +715,19 @@ void maintain_one_of_many(const Report &report, const Extension &extension, Oid 
     MemoryContextSwitchTo(context);
     PG_TRY();
     {
+        // A lock this table's steps wait for (a partition's, or the parent's for a DETACH, which
+        // waits for its inserts) is awaited for a second at most: the DETACH of an earlier table
+        // keeps that table's inserts out until the transaction ends.
+        const int guc_nest_level = NewGUCNestLevel();
+        (void)set_config_option("lock_timeout", kManyTablesLockTimeout, PGC_USERSET, PGC_S_SESSION,
+                                GUC_ACTION_SAVE, true, 0, false);
         Setup setup;
         if (!lock_parent(parent, function_name, false)) {
             add_row(table_report, parent, nullptr, "skipped: locked by another session");
         } else if (read_setup(extension, parent, &setup)) {
             maintain_table(table_report, extension, setup, false);
         }
+        AtEOXact_GUC(false, guc_nest_level);
         ReleaseCurrentSubTransaction();
         MemoryContextSwitchTo(context);
         CurrentResourceOwner = owner;
