@@ -45,6 +45,7 @@ extern "C" {
 
 #include <cstring>
 
+#include "core/codec.hpp"
 #include "core/partition_plan.hpp"
 #include "pg/as_owner.hpp"
 
@@ -460,12 +461,11 @@ void maintain_table(const Report &report, const Extension &extension, const Setu
     const AttrNumber key_attnum = read_key(setup.parent, extension);
     int count = 0;
     const Partition *partitions = read_partitions(setup, &count);
-    run_as_owner(report, owner,
-                 psprintf("SELECT %s.snowflake_min_id(pg_catalog.now())", extension.schema), 0,
-                 nullptr, nullptr, nullptr, false);
-    bool is_null = true;
-    const int64 now_id = result_int64(1, &is_null);
+    // snowflake_min_id(now()), computed here rather than by a query as the owner.
+    const int64 now_id = snowflake::min_id_at_or_after(
+        snowflake::unix_ms_ceil_from_pg_us(GetCurrentTransactionStartTimestamp()));
     int64 create_from = now_id;
+    bool is_null = true;
     if (at_setup) {
         run_as_owner(report, owner,
                      psprintf("SELECT pg_catalog.min(%s)::bigint FROM %s",
