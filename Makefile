@@ -23,6 +23,7 @@ OBJS = \
 	src/pg/generate.o \
 	src/pg/id_type.o \
 	src/pg/keys_floor.o \
+	src/pg/keys_read.o \
 	src/pg/library_objects.o \
 	src/pg/module.o \
 	src/pg/partitions.o \
@@ -36,7 +37,8 @@ DATA = src/sql/snowflake--1.0.sql src/sql/snowflake--1.0--1.1.sql \
 	src/sql/snowflake--1.4--1.5.sql \
 	src/sql/snowflake--1.5--1.6.sql \
 	src/sql/snowflake--1.6--1.7.sql \
-	src/sql/snowflake--1.7.sql
+	src/sql/snowflake--1.7--1.8.sql \
+	src/sql/snowflake--1.8.sql
 PGFILEDESC = "snowflake - Twitter-layout Snowflake ids"
 # The documentation beyond the README, installed beside other extensions' documentation.
 DOCS = doc/design.md doc/operations.md doc/performance.md doc/reference.md doc/security.md \

@@ -61,3 +61,14 @@ CREATE TABLE keyed (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), dc intege
 SELECT pg_temp.error_of($$INSERT INTO keyed (dc) VALUES (1), (2), (snowflake_encode(1700000000000, 40, 0, 0)::integer)$$);
 SELECT count(*) AS rows_after_failed_insert FROM keyed;
 DROP TABLE keyed;
+
+-- snowflake_release_key() releases only the key beyond snowflake.key_floor_max_lead that stops
+-- generation: with none, every key is refused, a negative one too; a plain role may not call it.
+SELECT pg_temp.error_of('SELECT snowflake_release_key(2128003765377310720)');
+SELECT pg_temp.error_of('SELECT snowflake_release_key(-1)');
+SELECT snowflake_release_key(NULL) IS NULL AS null_releases_nothing;
+CREATE ROLE snowflake_errors_plain;
+SET ROLE snowflake_errors_plain;
+SELECT pg_temp.error_of('SELECT snowflake_release_key(1)');
+RESET ROLE;
+DROP ROLE snowflake_errors_plain;

@@ -25,7 +25,23 @@ int64_t key_floor_through_ms(const KeyWindow &window, int64_t now_unix_ms,
     if (highest_key < window.lowest_id || highest_key > window.highest_id) {
         return before_clock_ms;
     }
-    return std::max(before_clock_ms, (highest_key >> kTimestampShift) + kEpochUnixMs);
+    return std::max(before_clock_ms, unix_ms_of_key(highest_key));
+}
+
+void note_stored_key(const KeyWindow &window, int64_t value, FoundKeys *found) noexcept {
+    if ((value & kNodeFieldsMask) != window.node_fields || value < window.lowest_id) {
+        return;
+    }
+    int64_t &highest = value <= window.highest_id ? found->in_window : found->beyond_window;
+    highest = std::max(highest, value);
+}
+
+int64_t unix_ms_of_key(int64_t key) noexcept {
+    return (key >> kTimestampShift) + kEpochUnixMs;
+}
+
+bool beyond_key_stops_generation(int64_t key, int64_t now_unix_ms) noexcept {
+    return key >= 0 && now_unix_ms <= unix_ms_of_key(key);
 }
 
 }  // namespace snowflake

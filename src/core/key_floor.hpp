@@ -17,9 +17,11 @@ inline constexpr int64_t kNodeFieldsMask = ((int64_t{1} << (kDatacenterBits + kM
                                            << kMachineShift;
 
 // The keys of this server's node pair that matter at a clock reading: those from its millisecond
-// up to the window's end raise the generator; those further ahead are reported and left out, so
-// that no stored key holds generation back past the window's end. Keys before the reading need no
-// look: the generator is raised through the millisecond before it instead.
+// up to the window's end raise the generator, which holds generation back until the clock passes
+// them; one further ahead stops generation until the clock passes it or a superuser releases it,
+// so that a key this server issued with a clock far ahead is never issued again, and a key a role
+// planted cannot hold generation back unseen. Keys before the reading need no look: the generator
+// is raised through the millisecond before it instead.
 struct KeyWindow {
     int64_t lowest_id;     // the first id of the clock's millisecond
     int64_t highest_id;    // the last id of the window's end; below lowest_id once it has passed
@@ -37,6 +39,27 @@ KeyWindow key_window(int64_t now_unix_ms, int64_t window_end_unix_ms, Node node)
 // when none): that key's, or the one before the clock reading, whichever is later.
 int64_t key_floor_through_ms(const KeyWindow &window, int64_t now_unix_ms,
                              int64_t highest_key) noexcept;
+
+// The highest keys of this server's pair that a read found in the window and beyond it; -1 for
+// none.
+struct FoundKeys {
+    int64_t in_window = -1;
+    int64_t beyond_window = -1;
+};
+
+// Counts one stored value: a key of this server's pair in the window or beyond it raises the
+// matching highest key; any other value (another pair's, one before the clock) changes nothing.
+void note_stored_key(const KeyWindow &window, int64_t value, FoundKeys *found) noexcept;
+
+// Whether a key beyond the window still stops generation at a clock reading: until the clock has
+// left the key's millisecond, an id the generator issues could equal it.
+bool beyond_key_stops_generation(int64_t key, int64_t now_unix_ms) noexcept;
+
+// The millisecond of a key, for the generator to be raised through it.
+int64_t unix_ms_of_key(int64_t key) noexcept;
+
+static_assert(std::is_trivially_destructible_v<FoundKeys>,
+              "the keys found live across ereport calls and must own nothing");
 
 static_assert(std::is_trivially_destructible_v<KeyWindow>,
               "a window lives across ereport calls and must own nothing");

@@ -170,3 +170,9 @@ inline TableScanDesc snowflake_table_beginscan(Relation table, Snapshot snapshot
         return (Datum) 0;                  \
     } while (0)
 #endif
+
+// The mark of a database that an interrupted DROP DATABASE left behind, which no one can connect
+// to: PostgreSQL 15.4 and 16 brought it, earlier 15 minors have no such state.
+#ifndef DATCONNLIMIT_INVALID_DB
+#define DATCONNLIMIT_INVALID_DB (-2)
+#endif

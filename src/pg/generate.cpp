@@ -41,11 +41,6 @@ int64 wall_clock_unix_us() {
     return static_cast<int64>(now.tv_sec) * 1000000 + now.tv_nsec / 1000;
 }
 
-// The generator's clock: the same reading, in the milliseconds of the id layout.
-int64 wall_clock_unix_ms() {
-    return wall_clock_unix_us() / 1000;
-}
-
 // Only a preloaded library has the shared generator; anything else gets the line to add.
 SnowflakeShared *require_shared_state() {
     if (snowflake_shared == nullptr) {
@@ -77,6 +72,10 @@ void require_setting(const char *name, int value) {
                      name)));
 }
 
+// Whether this backend passed the checks before its first id; an error in them leaves it false,
+// so the next call checks again, and so does a change of the node ids.
+bool first_id_checked = false;
+
 // The node bits from the settings as this backend sees them now (a reload may change them),
 // encoded again only when they change, so that the per-id path compares two integers.
 snowflake::Node configured_node() {
@@ -94,6 +93,7 @@ snowflake::Node configured_node() {
                 .node;
         encoded_datacenter_id = snowflake_datacenter_id_setting;
         encoded_machine_id = snowflake_machine_id_setting;
+        first_id_checked = false;
     }
     return encoded_node;
 }
@@ -245,21 +245,19 @@ void wait_or_refuse_clock_behind(SnowflakeShared *shared, int64 last_unix_ms, in
 // The generator word as this backend last saw it (core/generator.hpp, SeenWord).
 snowflake::SeenWord seen_word;
 
-// Whether this backend passed the checks before its first id; an error in them leaves it false,
-// so the next call checks again.
-bool first_id_checked = false;
-
 // Once per backend: the floor from keys after a start without a mark file (keys_floor.cpp) and
 // the warning of a restored copy (restored_copy.cpp).
-void check_before_first_id(SnowflakeShared *shared, Oid nextval_oid, snowflake::Node node) {
-    if (shared->keys_floor_pending.load(std::memory_order_relaxed)) {
-        snowflake_check_database_keys(shared, nextval_oid, node);
-    }
+void check_before_first_id(SnowflakeShared *shared, snowflake::Node node) {
+    snowflake_await_keys_floor(shared, node);
     snowflake_warn_if_restored_copy(shared);
     first_id_checked = true;
 }
 
 }  // namespace
+
+int64 snowflake_wall_clock_unix_ms() {
+    return wall_clock_unix_us() / 1000;
+}
 
 // The one generator of the instance: every backend and parallel worker draws from shared memory.
 Datum snowflake_nextval(PG_FUNCTION_ARGS) {
@@ -271,14 +269,14 @@ Datum snowflake_nextval(PG_FUNCTION_ARGS) {
     }
     snowflake_require_usable_mark(shared);
     if (!first_id_checked) {
-        check_before_first_id(shared, fcinfo->flinfo->fn_oid, node);
+        check_before_first_id(shared, node);
     }
     bool counted_sequence_wait = false;
     bool counted_clock_rollback = false;
     for (;;) {
         const int64 mark = shared->durable_mark_ms.load(std::memory_order_acquire);
-        const snowflake::NextResult next =
-            snowflake::next_id(shared->generator, node, mark, seen_word, wall_clock_unix_ms);
+        const snowflake::NextResult next = snowflake::next_id(
+            shared->generator, node, mark, seen_word, snowflake_wall_clock_unix_ms);
         switch (next.status) {
             case snowflake::NextStatus::kIssued:
                 snowflake_count_issued_id(shared);

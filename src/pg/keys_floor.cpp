@@ -1,28 +1,27 @@
 // The floor from keys: after a start without a mark file (pg_upgrade, a restore without the file,
-// its removal), the highest timestamp this server issued is unknown. The first
-// snowflake_nextval() in each database then raises the generator above the stored keys of this
-// server's node pair that are ahead of the clock, up to the end of a window that the first read
-// after the start fixes (core/key_floor.hpp says which), read from every column that may hold
-// keys: one whose default calls it (its own default, its type's, or an ancestor's, since
-// partitions, sub-partitions and inheritance children take their keys from their parent) and
-// every bigint or snowflake column that leads a btree index (a table keeps its keys when its
-// default goes). A file in the data directory keeps the check armed across restarts until every
-// database that takes connections has been checked in one run.
-// doc/operations.md "Upgrading PostgreSQL" and "Guarantees" say what it covers and why.
+// its removal), the highest timestamp this server issued is unknown. Before any id is issued, a
+// background worker then reads the stored keys of this server's node pair in every database of
+// the server (keys_read.cpp says which columns and how), one database after another, and raises
+// the generator above those ahead of the clock up to the end of a window fixed when the read
+// begins (core/key_floor.hpp). A key further ahead stops generation until the clock passes it or
+// a superuser releases it with snowflake_release_key(). Calls wait, cancellably, until the read
+// is over, and none restarts it. A file in the data directory keeps the floor armed across
+// restarts until one read of every database has ended. doc/operations.md "Upgrading PostgreSQL"
+// and "Guarantees" say what it covers and why.
 //
-// The keys are read without the planner or the executor: an index scan of a btree index led by
-// the column, or a scan of the table, with a dirty snapshot (so that rows of transactions in
-// progress or prepared count too). So no privilege, row-level security policy, index predicate or
-// expression, statistics object or trigger of any role runs or is consulted, and none can hide a
-// key or fail the read. Each table is locked only while it is read. Lock waits share one short,
-// cancellable budget; a table (or its index) locked past it counts as holding keys up to the end
-// of the window, which bounds how long a role that keeps its tables locked holds generation back.
+// Processes. The reader (registered in _PG_init, started once the server can generate, or
+// started by a waiting call when none runs, as after a crash re-initialisation) is connected to
+// no database: it lists pg_database and starts one database reader after another, each connected
+// to its database as the bootstrap superuser (allowed to connect where others are not), and
+// waits for each to exit. A database reader that fails is retried; a database dropped meanwhile
+// is passed over.
 //
-// Locking. keys_floor_pending is set at start-up and cleared by the one backend that finds every
-// database checked. keys_floor_lock (a spinlock) guards the list of databases already checked and
-// the record of the key that holds generation back, for a few copies at a time; the reads
-// themselves run without it, so two backends of one database may both read, which only raises
-// the floor twice to the same value.
+// Locking. keys_floor_pending is set at start-up and cleared by the reader once every database
+// was read, after it has raised the generator and recorded a key beyond the window; a call reads
+// it before its first id. keys_reader_claimed lets one reader run at a time. keys_floor_lock (a
+// spinlock) guards the records of the keys that hold generation back and of a failed read, for a
+// few copies at a time; the reads themselves run without it. keys_read_changed wakes the waiting
+// calls.
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -30,34 +29,33 @@
 extern "C" {
 #include "postgres.h"
 
-#include "access/genam.h"
+#include "access/heapam.h"
 #include "access/htup_details.h"
-#include "access/relation.h"
-#include "access/stratnum.h"
+#include "access/table.h"
 #include "access/tableam.h"
-#include "catalog/pg_am.h"
-#include "catalog/pg_authid.h"
-#include "catalog/pg_index.h"
-#include "catalog/pg_opfamily.h"
-#include "catalog/pg_type.h"
-#include "executor/tuptable.h"
-#include "executor/spi.h"
+#include "access/xact.h"
+#include "catalog/pg_database.h"
+#include "fmgr.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "storage/condition_variable.h"
 #include "storage/fd.h"
+#include "storage/ipc.h"
 #include "storage/latch.h"
-#include "storage/lmgr.h"
-#include "utils/array.h"
+#include "tcop/tcopprot.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
-#include "utils/guc.h"
-#include "utils/lsyscache.h"
-#include "utils/rel.h"
+#include "utils/datetime.h"
+#include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
-}
 
-#include <algorithm>
-#include <type_traits>
+PG_FUNCTION_INFO_V1(snowflake_release_key);
+PGDLLEXPORT void snowflake_keys_reader_main(Datum);
+PGDLLEXPORT void snowflake_database_keys_reader_main(Datum);
+}
 
 #include "core/codec.hpp"
 #include "core/generator.hpp"
@@ -65,393 +63,26 @@ extern "C" {
 #include "pg/compat.hpp"
 #include "pg/durable_mark.hpp"
 #include "pg/keys_floor.hpp"
-#include "pg/library_objects.hpp"
+#include "pg/keys_read.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
 
 namespace {
 
-// Present while some database may still hold keys above what the generator knows of.
+// Present while the keys of some database may still be above what the generator knows of.
 constexpr char kKeysUncheckedFileName[] = "snowflake_keys_unchecked";
 
-// How long the reads of one database wait in all for tables (and indexes) that other sessions
-// hold locked, before each such table counts as holding keys up to the end of the window.
-constexpr long kLockWaitBudgetMs = 1000;
+// How long the reader waits before it reads a database again whose read failed, or tries again
+// to start a database reader when no background worker slot was free.
+constexpr long kRetryMs = 5000;
 
-// How many of the highest keys beyond the window an index scan looks at for one of this server's
-// pair, to report: enough for any real table, and a bound on what a table of others' keys costs.
-constexpr int kKeysBeyondWindowLooked = 1000;
+// How long a waiting call waits for a reader to claim the read before it asks for one.
+constexpr long kReaderClaimWaitMs = 1000;
 
-// The columns that may hold keys, each as a table and its attribute number: a column whose
-// default calls snowflake_nextval() (its own default, its type's, or an ancestor's, down every
-// level of partitions and inheritance children; a snowflake column's default calls it inside the
-// assignment cast, and pg_depend records every function a default calls), and every column that
-// leads a btree index, since a table keeps its keys when its default goes (a detached partition, a
-// default dropped or set elsewhere). Whether the column is a bigint or a snowflake (or a domain
-// over either) is checked once the table is locked. A foreign table lives elsewhere and another
-// session's temporary table cannot be read. Run with search_path pinned.
-constexpr char kKeyColumnsQuery[] =
-    "WITH RECURSIVE key_column (relid, attname) AS ("
-    " SELECT def.adrelid, a.attname FROM pg_catalog.pg_depend AS dep"
-    " JOIN pg_catalog.pg_attrdef AS def ON def.oid = dep.objid"
-    " JOIN pg_catalog.pg_attribute AS a ON a.attrelid = def.adrelid AND a.attnum = def.adnum"
-    " WHERE dep.classid = 'pg_catalog.pg_attrdef'::pg_catalog.regclass"
-    " AND dep.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND dep.refobjid = $1"
-    " UNION"
-    " SELECT a.attrelid, a.attname FROM pg_catalog.pg_depend AS dep"
-    " JOIN pg_catalog.pg_attribute AS a ON a.atttypid = dep.objid"
-    " WHERE dep.classid = 'pg_catalog.pg_type'::pg_catalog.regclass"
-    " AND dep.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND dep.refobjid = $1"
-    " AND a.attnum > 0 AND NOT a.attisdropped"
-    " UNION"
-    " SELECT i.inhrelid, k.attname FROM key_column AS k"
-    " JOIN pg_catalog.pg_inherits AS i ON i.inhparent = k.relid)"
-    "SELECT c.oid, a.attnum FROM key_column AS k"
-    " JOIN pg_catalog.pg_class AS c ON c.oid = k.relid"
-    " JOIN pg_catalog.pg_attribute AS a ON a.attrelid = c.oid AND a.attname = k.attname"
-    " AND NOT a.attisdropped"
-    " WHERE c.relkind IN ('r', 'm') AND c.relpersistence <> 't'"
-    " UNION"
-    " SELECT i.indrelid, i.indkey[0] FROM pg_catalog.pg_index AS i"
-    " JOIN pg_catalog.pg_class AS c ON c.oid = i.indrelid"
-    " JOIN pg_catalog.pg_class AS ic ON ic.oid = i.indexrelid"
-    " JOIN pg_catalog.pg_am AS am ON am.oid = ic.relam"
-    " WHERE am.amname = 'btree' AND i.indkey[0] <> 0"
-    " AND c.relkind IN ('r', 'm') AND c.relpersistence <> 't'"
-    " ORDER BY 1, 2";
-
-// The prepared transactions of this database: a table, column, default or index they created is
-// in no catalog a read can see, so their keys count as reaching the end of the window.
-constexpr char kPreparedTransactionsQuery[] =
-    "SELECT pg_catalog.count(*) FROM pg_catalog.pg_prepared_xacts "
-    "WHERE database OPERATOR(pg_catalog.=) pg_catalog.current_database()";
-
-// The databases that take connections, other than templates, and are not in the checked list.
-constexpr char kUncheckedDatabasesQuery[] =
-    "SELECT pg_catalog.count(*) FROM pg_catalog.pg_database "
-    "WHERE datallowconn AND NOT datistemplate AND oid <> ALL ($1)";
-
-// Whether another backend already checked this database since the start.
-bool database_already_checked(SnowflakeShared *shared) {
-    SpinLockAcquire(&shared->keys_floor_lock);
-    const Oid *first = shared->checked_databases;
-    const Oid *last = first + shared->checked_database_count;
-    const bool found = std::find(first, last, MyDatabaseId) != last;
-    SpinLockRelease(&shared->keys_floor_lock);
-    return found;
-}
-
-// Once the list is full, every backend of a database not on it reads for itself: slower, still
-// correct. Returns a copy of the list, for the question whether any database is left.
-ArrayType *remember_database_checked(SnowflakeShared *shared) {
-    Datum checked[kMaxCheckedDatabases];
-    SpinLockAcquire(&shared->keys_floor_lock);
-    const Oid *first = shared->checked_databases;
-    if (std::find(first, first + shared->checked_database_count, MyDatabaseId) ==
-            first + shared->checked_database_count &&
-        shared->checked_database_count < kMaxCheckedDatabases) {
-        shared->checked_databases[shared->checked_database_count++] = MyDatabaseId;
-    }
-    const uint32_t count = shared->checked_database_count;
-    for (uint32_t i = 0; i < count; i++) {
-        checked[i] = ObjectIdGetDatum(shared->checked_databases[i]);
-    }
-    SpinLockRelease(&shared->keys_floor_lock);
-    return construct_array_builtin(checked, static_cast<int>(count), OIDOID);
-}
-
-// Runs a one-value query and returns its bigint result, or -1 for NULL.
-int64 query_bigint(const char *statement, int argument_count, Oid *argument_types,
-                   Datum *arguments) {
-    if (SPI_execute_with_args(statement, argument_count, argument_types, arguments, nullptr, true,
-                              1) != SPI_OK_SELECT ||
-        SPI_processed != 1) {
-        elog(ERROR, "snowflake: could not run: %s", statement);
-    }
-    bool is_null = true;
-    const Datum highest = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &is_null);
-    return is_null ? -1 : DatumGetInt64(highest);
-}
-
-// Names the table whose read failed, for an error raised inside it.
-void probe_error_context(void *table) {
-    errcontext(
-        "snowflake: reading the keys of %s after a start without the mark file "
-        "(doc/operations.md \"Upgrading PostgreSQL\")",
-        static_cast<const char *>(table));
-}
-
-// Takes a lock a read needs, waiting on the latch (cancellably) while the budget lasts.
-bool lock_within_budget(Oid relation, TimestampTz budget_end) {
-    for (;;) {
-        if (ConditionalLockRelationOid(relation, AccessShareLock)) {
-            return true;
-        }
-        if (GetCurrentTimestamp() >= budget_end) {
-            return false;
-        }
-        (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10,
-                        PG_WAIT_EXTENSION);
-        ResetLatch(MyLatch);
-        CHECK_FOR_INTERRUPTS();
-    }
-}
-
-// What the reads of one database found. The text fields live in result_context, the caller's
-// memory context, which outlives every read.
-struct KeyProbe {
-    MemoryContext result_context;
-    TimestampTz lock_budget_end;
-    // The snowflake type of this installation, or InvalidOid before version 1.6.
-    Oid id_type;
-    int columns;
-    int64 highest_key;       // of this server's pair in the window, or -1
-    const char *key_source;  // where it is stored: column, table and database
-    int locked_out;          // tables that could not be locked within the budget
-    const char *first_locked_out;
-    int64 prepared_transactions;
-};
-
-static_assert(std::is_trivially_destructible_v<KeyProbe>,
-              "a probe's result lives across ereport calls and must own nothing");
-
-// Logs a key of this server's pair that is too far ahead to raise the generator: if the clock is
-// right, this server did not issue it, and it would issue an id equal to it later.
-void report_key_beyond_window(int64 key, const char *source, int64 now_unix_ms) {
-    const snowflake::DecodeResult decoded = snowflake::decode(key);
-    ereport(LOG,
-            (errmsg("snowflake: key %lld of %s is %lld ms ahead of the clock, beyond "
-                    "snowflake.key_floor_max_lead (%d ms); it is left out of the generator's "
-                    "floor",
-                    static_cast<long long>(key), source,
-                    static_cast<long long>(decoded.parts.unix_ms - now_unix_ms),
-                    snowflake_key_floor_max_lead_setting),
-             errhint("It carries this server's node pair, so this server issues an id equal to "
-                     "it when its clock reaches %s. If the clock is right, give the row another "
-                     "key; if the clock is behind, fix it.",
-                     timestamptz_to_str(snowflake::pg_us_from_unix_ms(decoded.parts.unix_ms)))));
-}
-
-// The keys one read found of this server's pair: the highest in the window and, for the log,
-// one beyond it; -1 for none.
-struct ColumnKeys {
-    int64 in_window;
-    int64 beyond_window;
-};
-
-// Whether a key carries this server's node pair.
-bool own_key(Datum value, bool is_null, const snowflake::KeyWindow &window) {
-    return !is_null && (DatumGetInt64(value) & snowflake::kNodeFieldsMask) == window.node_fields;
-}
-
-// A btree index whose first column is the key itself, usable to read the key range: valid, with
-// no predicate, ascending, of the integer operator family (so that its order is bigint's and its
-// comparisons are PostgreSQL's own; a snowflake column's indexes are of it too, through the
-// type's binary cast to bigint). Returned locked and open, or null; *locked_out is set when such
-// an index stays locked past the budget.
-Relation open_key_index(Relation table, AttrNumber column, TimestampTz budget_end,
-                        bool *locked_out) {
-    List *indexes = RelationGetIndexList(table);
-    ListCell *cell;
-    foreach (cell, indexes) {
-        const Oid index_oid = lfirst_oid(cell);
-        if (!lock_within_budget(index_oid, budget_end)) {
-            *locked_out = true;
-            continue;
-        }
-        Relation index = index_open(index_oid, NoLock);
-        const Form_pg_index form = index->rd_index;
-        if (index->rd_rel->relam == BTREE_AM_OID && form->indisvalid && form->indnkeyatts >= 1 &&
-            form->indkey.values[0] == column &&
-            heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, nullptr) &&
-            index->rd_opfamily[0] == INTEGER_BTREE_FAM_OID &&
-            (index->rd_indoption[0] & INDOPTION_DESC) == 0) {
-            return index;
-        }
-        index_close(index, AccessShareLock);
-    }
-    return nullptr;
-}
-
-// The comparison of the index's operator family for the type it indexes (bigint), so that the
-// scan compares keys as the index does.
-RegProcedure index_comparison(Relation index, StrategyNumber strategy) {
-    const Oid type = index->rd_opcintype[0];
-    const Oid comparison = get_opfamily_member(index->rd_opfamily[0], type, type, strategy);
-    if (!OidIsValid(comparison)) {
-        elog(ERROR, "snowflake: operator family %u has no operator of strategy %d for type %u",
-             index->rd_opfamily[0], strategy, type);
-    }
-    return get_opcode(comparison);
-}
-
-// Walks the index from the top of a key range down to the first key of this server's pair,
-// looking at no more than limit keys (0: no limit).
-int64 highest_own_key_in_index(Relation table, Relation index, AttrNumber column,
-                               const snowflake::KeyWindow &window, StrategyNumber lower_strategy,
-                               int64 lower, int64 upper, int limit) {
-    SnapshotData dirty;
-    InitDirtySnapshot(dirty);
-    ScanKeyData keys[2];
-    ScanKeyInit(&keys[0], 1, lower_strategy, index_comparison(index, lower_strategy),
-                Int64GetDatum(lower));
-    ScanKeyInit(&keys[1], 1, BTLessEqualStrategyNumber,
-                index_comparison(index, BTLessEqualStrategyNumber), Int64GetDatum(upper));
-    IndexScanDesc scan = snowflake_index_beginscan(table, index, &dirty, 2);
-    index_rescan(scan, keys, 2, nullptr, 0);
-    TupleTableSlot *slot = table_slot_create(table, nullptr);
-    int64 found = -1;
-    for (int looked = 0;
-         (limit == 0 || looked < limit) && index_getnext_slot(scan, BackwardScanDirection, slot);
-         looked++) {
-        bool is_null = true;
-        const Datum value = slot_getattr(slot, column, &is_null);
-        if (own_key(value, is_null, window)) {
-            found = DatumGetInt64(value);
-            break;
-        }
-        CHECK_FOR_INTERRUPTS();
-    }
-    ExecDropSingleTupleTableSlot(slot);
-    index_endscan(scan);
-    return found;
-}
-
-// Reads every row of a table whose key no index leads.
-ColumnKeys own_keys_in_table(Relation table, AttrNumber column,
-                             const snowflake::KeyWindow &window) {
-    SnapshotData dirty;
-    InitDirtySnapshot(dirty);
-    TableScanDesc scan = snowflake_table_beginscan(table, &dirty);
-    TupleTableSlot *slot = table_slot_create(table, nullptr);
-    ColumnKeys found{-1, -1};
-    for (uint64 rows = 1; table_scan_getnextslot(scan, ForwardScanDirection, slot); rows++) {
-        bool is_null = true;
-        const Datum value = slot_getattr(slot, column, &is_null);
-        if (own_key(value, is_null, window)) {
-            const int64 key = DatumGetInt64(value);
-            if (key >= window.lowest_id && key <= window.highest_id) {
-                found.in_window = std::max(found.in_window, key);
-            } else if (key > window.highest_id) {
-                found.beyond_window = std::max(found.beyond_window, key);
-            }
-        }
-        if (rows % 4096 == 0) {
-            CHECK_FOR_INTERRUPTS();
-        }
-    }
-    ExecDropSingleTupleTableSlot(slot);
-    table_endscan(scan);
-    return found;
-}
-
-// Notes a table that stayed locked past the budget.
-void note_locked_out(KeyProbe *probe, Oid table) {
-    if (probe->locked_out++ == 0) {
-        const char *name = get_rel_name(table);
-        probe->first_locked_out = MemoryContextStrdup(
-            probe->result_context,
-            quote_qualified_identifier(get_namespace_name(get_rel_namespace(table)),
-                                       name != nullptr ? name : "(dropped)"));
-    }
-}
-
-// Reads one column's keys of this server's pair, the table locked only meanwhile. A table
-// dropped since the listing is skipped, and so is a column dropped or of any type but bigint or
-// snowflake (or a domain over either).
-void probe_column(Oid table_oid, AttrNumber column, const snowflake::KeyWindow &window,
-                  int64 now_unix_ms, KeyProbe *probe) {
-    if (!lock_within_budget(table_oid, probe->lock_budget_end)) {
-        note_locked_out(probe, table_oid);
-        return;
-    }
-    Relation table = try_relation_open(table_oid, NoLock);
-    if (table == nullptr) {
-        UnlockRelationOid(table_oid, AccessShareLock);
-        return;
-    }
-    const TupleDesc descriptor = RelationGetDescr(table);
-    if (column > descriptor->natts || TupleDescAttr(descriptor, column - 1)->attisdropped) {
-        relation_close(table, AccessShareLock);
-        return;
-    }
-    const Oid key_type = getBaseType(TupleDescAttr(descriptor, column - 1)->atttypid);
-    if (key_type != INT8OID && (!OidIsValid(probe->id_type) || key_type != probe->id_type)) {
-        relation_close(table, AccessShareLock);
-        return;
-    }
-    const char *table_name = quote_qualified_identifier(
-        get_namespace_name(RelationGetNamespace(table)), RelationGetRelationName(table));
-    const char *source =
-        psprintf("column %s of table %s in database \"%s\"",
-                 quote_identifier(NameStr(TupleDescAttr(descriptor, column - 1)->attname)),
-                 table_name, get_database_name(MyDatabaseId));
-    ErrorContextCallback context{error_context_stack, probe_error_context,
-                                 const_cast<char *>(table_name)};
-    error_context_stack = &context;
-    bool index_locked_out = false;
-    Relation index = open_key_index(table, column, probe->lock_budget_end, &index_locked_out);
-    ColumnKeys found{-1, -1};
-    if (index != nullptr) {
-        found.in_window =
-            highest_own_key_in_index(table, index, column, window, BTGreaterEqualStrategyNumber,
-                                     window.lowest_id, window.highest_id, 0);
-        if (window.highest_id < snowflake::kMaxId) {
-            found.beyond_window = highest_own_key_in_index(
-                table, index, column, window, BTGreaterStrategyNumber, window.highest_id,
-                snowflake::kMaxId, kKeysBeyondWindowLooked);
-        }
-        index_close(index, AccessShareLock);
-    } else if (index_locked_out) {
-        note_locked_out(probe, table_oid);
-    } else {
-        found = own_keys_in_table(table, column, window);
-    }
-    error_context_stack = context.previous;
-    relation_close(table, AccessShareLock);
-    if (found.in_window > probe->highest_key) {
-        probe->highest_key = found.in_window;
-        probe->key_source = MemoryContextStrdup(probe->result_context, source);
-    }
-    if (found.beyond_window >= 0) {
-        report_key_beyond_window(found.beyond_window, source, now_unix_ms);
-    }
-    probe->columns++;
-}
-
-// Every column of this database that may hold keys of snowflake_nextval(), read once each.
-KeyProbe probe_keys(Oid nextval_oid, const snowflake::KeyWindow &window, int64 now_unix_ms) {
-    KeyProbe probe{};
-    probe.result_context = CurrentMemoryContext;
-    probe.lock_budget_end = GetCurrentTimestamp() + kLockWaitBudgetMs * 1000;
-    probe.highest_key = -1;
-    probe.id_type = snowflake_id_type_beside(nextval_oid);
-    SPI_connect();
-    Oid oid_type[1] = {OIDOID};
-    Datum nextval_argument[1] = {ObjectIdGetDatum(nextval_oid)};
-    if (SPI_execute_with_args(kKeyColumnsQuery, 1, oid_type, nextval_argument, nullptr, true, 0) !=
-        SPI_OK_SELECT) {
-        elog(ERROR, "snowflake: could not list the columns that may hold keys");
-    }
-    const uint64 column_count = SPI_processed;
-    auto *tables = static_cast<Oid *>(
-        MemoryContextAlloc(probe.result_context, sizeof(Oid) * (column_count + 1)));
-    auto *columns = static_cast<AttrNumber *>(
-        MemoryContextAlloc(probe.result_context, sizeof(AttrNumber) * (column_count + 1)));
-    for (uint64 i = 0; i < column_count; i++) {
-        bool is_null = true;
-        tables[i] = DatumGetObjectId(
-            SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &is_null));
-        columns[i] =
-            DatumGetInt16(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &is_null));
-    }
-    probe.prepared_transactions = query_bigint(kPreparedTransactionsQuery, 0, nullptr, nullptr);
-    SPI_finish();
-    for (uint64 i = 0; i < column_count; i++) {
-        probe_column(tables[i], columns[i], window, now_unix_ms, &probe);
-    }
-    return probe;
-}
+// keys_read_node_bits before any read since the start, and for a read while a node id was unset,
+// which reads nothing: the first call with both set reads again.
+constexpr int64 kNoReadNodeBits = -1;
+constexpr int64 kUnsetNodeBits = -2;
 
 // Raises the generator through a millisecond and, for a key ahead of the clock, records which key
 // it was, so that a refusal can name it; the later of two records wins.
@@ -471,40 +102,91 @@ void raise_floor_through(SnowflakeShared *shared, int64 through_ms, int64 key, c
     snowflake_raise_generator_through(shared, through_ms);
 }
 
-// Once no database that takes connections is left unchecked, the mark file is trusted again. The
-// one backend that clears the flag removes the file, so concurrent first calls do not race for it.
-void disarm_if_all_checked(SnowflakeShared *shared, ArrayType *checked) {
-    SPI_connect();
-    Oid array_type[1] = {OIDARRAYOID};
-    Datum checked_argument[1] = {PointerGetDatum(checked)};
-    const int64 unchecked = query_bigint(kUncheckedDatabasesQuery, 1, array_type, checked_argument);
-    SPI_finish();
-    if (unchecked != 0 || !shared->keys_floor_pending.exchange(false)) {
+// Keeps the highest key beyond the window that any database holds, for the end of the read.
+void record_beyond_window(SnowflakeShared *shared, const DatabaseKeys &keys) {
+    if (keys.beyond_window < 0) {
         return;
     }
-    if (unlink(kKeysUncheckedFileName) != 0 && errno != ENOENT) {
-        shared->keys_floor_pending.store(true);
-        ereport(LOG, (errcode_for_file_access(),
-                      errmsg("could not remove file \"%s\": %m; the next start reads the keys "
-                             "again",
-                             kKeysUncheckedFileName)));
-        return;
+    SpinLockAcquire(&shared->keys_floor_lock);
+    shared->beyond_key_columns += static_cast<uint32_t>(keys.beyond_window_columns);
+    if (keys.beyond_window > shared->beyond_key) {
+        shared->beyond_key = keys.beyond_window;
+        strlcpy(shared->beyond_key_source, keys.beyond_window_source,
+                sizeof(shared->beyond_key_source));
     }
-    (void)fsync_fname_ext(".", true, false, LOG);
-    ereport(LOG, (errmsg("snowflake: every database has been checked for keys; \"%s\" is "
-                         "removed and the mark file is trusted again",
-                         kKeysUncheckedFileName)));
+    SpinLockRelease(&shared->keys_floor_lock);
 }
 
-// Warns that keys this database's reads could not see count as reaching the window's end, which
-// generation is held back to.
+// Records why the read of a database failed (or, with an empty text, that none has now), and
+// wakes the waiting calls so that they can say so.
+void record_read_failure(SnowflakeShared *shared, const char *failure) {
+    SpinLockAcquire(&shared->keys_floor_lock);
+    strlcpy(shared->keys_read_failure, failure, sizeof(shared->keys_read_failure));
+    SpinLockRelease(&shared->keys_floor_lock);
+    ConditionVariableBroadcast(&shared->keys_read_changed);
+}
+
+// Warns, in the server log, that keys a read could not see count as reaching the window's end,
+// which generation is held back to.
 void warn_held_to_window_end(const char *what, const char *hint, int64 window_end_ms) {
     ereport(WARNING, (errmsg("snowflake: %s", what),
                       errdetail("Their keys count as reaching %s, the furthest ahead a key of this "
-                                "server's node pair may raise the generator "
+                                "server's node pair may hold generation back "
                                 "(snowflake.key_floor_max_lead): ids are held back until then.",
                                 timestamptz_to_str(snowflake::pg_us_from_unix_ms(window_end_ms))),
                       errhint("%s", hint)));
+}
+
+// Applies what the read of the connected database found: the generator is raised above its keys
+// in the window (and, for tables it could not see, through the window's end), and its highest key
+// beyond the window is kept for the end of the read.
+void apply_database_keys(SnowflakeShared *shared, const DatabaseKeys &keys,
+                         const snowflake::KeyWindow &window, int64 now_unix_ms) {
+    const char *database = get_database_name(MyDatabaseId);
+    if (keys.locked_out > 0) {
+        const char *source =
+            keys.locked_out == 1
+                ? psprintf("table %s", keys.first_locked_out)
+                : psprintf("table %s (and %d more)", keys.first_locked_out, keys.locked_out - 1);
+        raise_floor_through(shared, window.last_unix_ms, -1, source, now_unix_ms);
+        warn_held_to_window_end(
+            psprintf("%d tables in database \"%s\" were locked by other sessions past the "
+                     "second the reads of their keys may wait; the first is %s",
+                     keys.locked_out, database, keys.first_locked_out),
+            "Generation resumes by itself then. Find the sessions that hold the locks in "
+            "pg_locks.",
+            window.last_unix_ms);
+    }
+    if (keys.prepared_transactions > 0) {
+        raise_floor_through(shared, window.last_unix_ms, -1,
+                            psprintf("the tables of %lld prepared transactions in database \"%s\"",
+                                     static_cast<long long>(keys.prepared_transactions), database),
+                            now_unix_ms);
+        warn_held_to_window_end(
+            psprintf("database \"%s\" has %lld prepared transactions, whose tables the reads of "
+                     "keys cannot see",
+                     database, static_cast<long long>(keys.prepared_transactions)),
+            "Generation resumes by itself then. Commit or roll back the prepared transactions "
+            "(pg_prepared_xacts) before a start without the mark file to avoid the wait.",
+            window.last_unix_ms);
+    }
+    raise_floor_through(shared,
+                        snowflake::key_floor_through_ms(window, now_unix_ms, keys.in_window),
+                        keys.in_window, keys.in_window_source, now_unix_ms);
+    record_beyond_window(shared, keys);
+    if (keys.in_window < 0) {
+        ereport(LOG, (errmsg("snowflake: no key of this server's node pair ahead of the clock "
+                             "within snowflake.key_floor_max_lead in database \"%s\" (%d columns "
+                             "read)",
+                             database, keys.columns)));
+    } else {
+        ereport(LOG, (errmsg("snowflake: raised the generator above key %lld of %s",
+                             static_cast<long long>(keys.in_window), keys.in_window_source),
+                      errdetail("It is the highest key of this server's node pair ahead of the "
+                                "clock within snowflake.key_floor_max_lead in %d columns; ids "
+                                "issued from now on are above it.",
+                                keys.columns)));
+    }
 }
 
 // Creates the file that keeps the floor from keys armed across restarts.
@@ -514,15 +196,333 @@ void create_keys_unchecked_file() {
         fsync_fname_ext(kKeysUncheckedFileName, false, false, LOG) != 0 ||
         fsync_fname_ext(".", true, false, LOG) != 0) {
         ereport(LOG, (errcode_for_file_access(),
-                      errmsg("could not create \"%s\": %m; if the server restarts before "
-                             "every database was checked, the check is not repeated",
+                      errmsg("could not create \"%s\": %m; if the server restarts before the "
+                             "keys of every database were read, they are not read again",
                              kKeysUncheckedFileName)));
+    }
+}
+
+// Once the keys of every database were read and nothing beyond the window stops generation, the
+// mark file is trusted again at the next start.
+void remove_keys_unchecked_file() {
+    if (unlink(kKeysUncheckedFileName) != 0 && errno != ENOENT) {
+        ereport(LOG, (errcode_for_file_access(),
+                      errmsg("could not remove file \"%s\": %m; the next start reads the keys "
+                             "again",
+                             kKeysUncheckedFileName)));
+        return;
+    }
+    (void)fsync_fname_ext(".", true, false, LOG);
+}
+
+// A reader that ends, however it ends, lets a waiting call start the next one.
+void release_reader_claim(int, Datum) {
+    SnowflakeShared *shared = snowflake_shared;
+    shared->keys_reader_requested.store(false);
+    shared->keys_reader_claimed.store(false);
+    ConditionVariableBroadcast(&shared->keys_read_changed);
+}
+
+// A database to read, as the reader listed it.
+struct ListedDatabase {
+    Oid oid;
+    NameData name;
+};
+
+// Every database of the server but those an interrupted DROP DATABASE left invalid (which no one
+// can connect to, and which must be dropped): templates and databases that take no connections
+// can hold keys too. Allocated in the reader's memory context.
+ListedDatabase *list_databases(int *count) {
+    MemoryContext reader_context = CurrentMemoryContext;
+    StartTransactionCommand();
+    (void)GetTransactionSnapshot();
+    Relation databases = table_open(DatabaseRelationId, AccessShareLock);
+    TableScanDesc scan = table_beginscan_catalog(databases, 0, nullptr);
+    int allocated = 16;
+    auto *listed = static_cast<ListedDatabase *>(
+        MemoryContextAlloc(reader_context, sizeof(ListedDatabase) * allocated));
+    *count = 0;
+    HeapTuple tuple;
+    while ((tuple = heap_getnext(scan, ForwardScanDirection)) != nullptr) {
+        const auto form = reinterpret_cast<Form_pg_database>(GETSTRUCT(tuple));
+        if (form->datconnlimit == DATCONNLIMIT_INVALID_DB) {
+            continue;
+        }
+        if (*count == allocated) {
+            allocated *= 2;
+            listed =
+                static_cast<ListedDatabase *>(repalloc(listed, sizeof(ListedDatabase) * allocated));
+        }
+        listed[*count].oid = form->oid;
+        listed[*count].name = form->datname;
+        (*count)++;
+    }
+    table_endscan(scan);
+    table_close(databases, AccessShareLock);
+    CommitTransactionCommand();
+    return listed;
+}
+
+// Whether a database still exists, for one whose reader failed: a database dropped meanwhile
+// holds no keys.
+bool database_exists(Oid database) {
+    StartTransactionCommand();
+    const bool exists = SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(database));
+    CommitTransactionCommand();
+    return exists;
+}
+
+// Sleeps on the latch, cancellably (a shutdown request ends it).
+void sleep_ms(long milliseconds) {
+    (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, milliseconds,
+                    snowflake_wait_event("SnowflakeKeysReadRetry"));
+    ResetLatch(MyLatch);
+    CHECK_FOR_INTERRUPTS();
+}
+
+// The background worker that reads one database, or the reader itself when database is
+// InvalidOid.
+BackgroundWorker keys_reader_worker(Oid database) {
+    BackgroundWorker worker{};
+    if (OidIsValid(database)) {
+        snprintf(worker.bgw_name, BGW_MAXLEN, "snowflake keys reader of database %u", database);
+        strlcpy(worker.bgw_function_name, "snowflake_database_keys_reader_main", BGW_MAXLEN);
+        worker.bgw_restart_time = BGW_NEVER_RESTART;
+        worker.bgw_notify_pid = MyProcPid;
+    } else {
+        strlcpy(worker.bgw_name, "snowflake keys reader", BGW_MAXLEN);
+        strlcpy(worker.bgw_function_name, "snowflake_keys_reader_main", BGW_MAXLEN);
+        // Restarted after an error; it ends for good once the read is over.
+        worker.bgw_restart_time = kRetryMs / 1000;
+    }
+    strlcpy(worker.bgw_type, "snowflake keys reader", BGW_MAXLEN);
+    worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+    worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+    strlcpy(worker.bgw_library_name, "snowflake", BGW_MAXLEN);
+    worker.bgw_main_arg = ObjectIdGetDatum(database);
+    return worker;
+}
+
+// Reads one database in a worker of its own until the read succeeds or the database is gone.
+void read_database(SnowflakeShared *shared, const ListedDatabase &database) {
+    for (;;) {
+        SpinLockAcquire(&shared->keys_floor_lock);
+        shared->last_read_database = InvalidOid;
+        SpinLockRelease(&shared->keys_floor_lock);
+        BackgroundWorker worker = keys_reader_worker(database.oid);
+        BackgroundWorkerHandle *handle = nullptr;
+        if (!RegisterDynamicBackgroundWorker(&worker, &handle)) {
+            record_read_failure(
+                shared, psprintf("no background worker slot was free to read database \"%s\"; "
+                                 "raise max_worker_processes",
+                                 NameStr(database.name)));
+            sleep_ms(kRetryMs);
+            continue;
+        }
+        pid_t pid;
+        if (WaitForBackgroundWorkerStartup(handle, &pid) == BGWH_STARTED) {
+            (void)WaitForBackgroundWorkerShutdown(handle);
+        }
+        pfree(handle);
+        SpinLockAcquire(&shared->keys_floor_lock);
+        const bool read = shared->last_read_database == database.oid;
+        const bool explained = shared->keys_read_failure[0] != '\0';
+        SpinLockRelease(&shared->keys_floor_lock);
+        if (read) {
+            record_read_failure(shared, "");
+            return;
+        }
+        if (!database_exists(database.oid)) {
+            return;
+        }
+        if (!explained) {
+            record_read_failure(shared,
+                                psprintf("the reader of database \"%s\" ended before it had read "
+                                         "the keys; the server log says why",
+                                         NameStr(database.name)));
+        }
+        sleep_ms(kRetryMs);
+    }
+}
+
+// Begins a read for the node pair set now, with a window from now and nothing beyond it yet; a
+// read while a node id is unset reads nothing, and the first call once both are set reads again.
+void start_read(SnowflakeShared *shared) {
+    const snowflake::NodeResult node =
+        snowflake::make_node(snowflake_datacenter_id_setting, snowflake_machine_id_setting);
+    SpinLockAcquire(&shared->keys_floor_lock);
+    shared->beyond_key = -1;
+    shared->beyond_key_columns = 0;
+    shared->beyond_key_source[0] = '\0';
+    SpinLockRelease(&shared->keys_floor_lock);
+    shared->beyond_key_hold.store(-1);
+    shared->key_window_end_ms.store(snowflake::key_window_end(
+        snowflake_wall_clock_unix_ms(), snowflake_key_floor_max_lead_setting));
+    shared->keys_read_node_bits.store(node.status == snowflake::CodecStatus::kOk ? node.node.bits
+                                                                                 : kUnsetNodeBits);
+}
+
+// Ends the read: a key beyond the window, if any, stops generation from now on, and the calls
+// that wait may go on.
+void finish_read(SnowflakeShared *shared, int databases, TimestampTz started) {
+    SpinLockAcquire(&shared->keys_floor_lock);
+    const int64 beyond_key = shared->beyond_key;
+    const uint32_t beyond_columns = shared->beyond_key_columns;
+    char beyond_source[kKeySourceBytes];
+    strlcpy(beyond_source, shared->beyond_key_source, sizeof(beyond_source));
+    SpinLockRelease(&shared->keys_floor_lock);
+    long seconds = 0;
+    int microseconds = 0;
+    TimestampDifference(started, GetCurrentTimestamp(), &seconds, &microseconds);
+    const long elapsed_ms = seconds * 1000 + microseconds / 1000;
+    const snowflake::LastIssued last = snowflake::last_issued(shared->generator);
+    if (beyond_key >= 0 && last.any && last.unix_ms >= snowflake::unix_ms_of_key(beyond_key)) {
+        ereport(LOG, (errmsg("snowflake: key %lld of %s is beyond snowflake.key_floor_max_lead "
+                             "but not beyond the mark the generator started from: it holds "
+                             "nothing back",
+                             static_cast<long long>(beyond_key), beyond_source)));
+    } else if (beyond_key >= 0) {
+        shared->beyond_key_hold.store(beyond_key);
+        ereport(WARNING,
+                (errmsg("snowflake: key %lld of %s is beyond snowflake.key_floor_max_lead: "
+                        "generation stops until the clock passes it or a superuser releases it",
+                        static_cast<long long>(beyond_key), beyond_source),
+                 errdetail("%u columns hold keys of this server's node pair beyond the bound; the "
+                           "lines above name each.",
+                           beyond_columns),
+                 errhint("If the clock is right, give the rows another key or delete them, then "
+                         "run SELECT snowflake_release_key(%lld); if the clock is behind, fix it.",
+                         static_cast<long long>(beyond_key))));
+    } else if (shared->keys_read_node_bits.load() != kUnsetNodeBits) {
+        remove_keys_unchecked_file();
+    }
+    ereport(LOG, (errmsg("snowflake: the stored keys of %d databases were read in %ld ms after a "
+                         "start without the mark file; ids are issued from now on",
+                         databases, elapsed_ms)));
+    shared->keys_floor_pending.store(false);
+    ConditionVariableBroadcast(&shared->keys_read_changed);
+}
+
+// Why a call may not wait for the read: a single-user backend has no background workers.
+void refuse_without_postmaster() {
+    if (IsUnderPostmaster) {
+        return;
+    }
+    ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                    errmsg("Snowflake ids cannot be generated in single-user mode after a start "
+                           "without the mark file"),
+                    errdetail("No id is issued until a background worker has read the stored "
+                              "keys of every database, and single-user mode runs none."),
+                    errhint("Start the server normally.")));
+}
+
+// A waiting call asks for a reader when none has claimed the read a second after the floor was
+// armed (after a crash re-initialisation or a change of the node ids, the one registered at start
+// has ended already).
+void request_reader(SnowflakeShared *shared) {
+    if (shared->keys_reader_claimed.load() || shared->keys_reader_requested.exchange(true)) {
+        return;
+    }
+    BackgroundWorker worker = keys_reader_worker(InvalidOid);
+    worker.bgw_restart_time = BGW_NEVER_RESTART;
+    if (!RegisterDynamicBackgroundWorker(&worker, nullptr)) {
+        shared->keys_reader_requested.store(false);
+        ereport(ERROR,
+                (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                 errmsg("could not start the background worker that reads the stored keys after a "
+                        "start without the mark file"),
+                 errdetail("No id is issued until it has read the keys of every database; no "
+                           "background worker slot is free."),
+                 errhint("Raise max_worker_processes and restart the server, or end other "
+                         "background workers, then call again.")));
+    }
+}
+
+// A call while a database's read fails: the read goes on being retried, the call says why it
+// cannot wait for it.
+void refuse_while_read_fails(SnowflakeShared *shared) {
+    char failure[kReadFailureBytes];
+    SpinLockAcquire(&shared->keys_floor_lock);
+    strlcpy(failure, shared->keys_read_failure, sizeof(failure));
+    SpinLockRelease(&shared->keys_floor_lock);
+    if (failure[0] == '\0') {
+        return;
+    }
+    ConditionVariableCancelSleep();
+    ereport(ERROR,
+            (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+             errmsg("Snowflake id generation waits for the stored keys to be read after a start "
+                    "without the mark file, and the read failed"),
+             errdetail("%s.", failure),
+             errhint("Fix the cause the server log gives; the read is retried every %ld s, and "
+                     "ids are issued once the keys of every database were read.",
+                     kRetryMs / 1000)));
+}
+
+// A key beyond the window stops generation until the clock leaves its millisecond; from then on
+// the generator is raised through it, so that a clock that steps back again cannot reach it, and
+// the key is let go as if released.
+void refuse_while_beyond_key_stops(SnowflakeShared *shared) {
+    const int64 key = shared->beyond_key_hold.load();
+    if (key < 0) {
+        return;
+    }
+    const int64 now_unix_ms = snowflake_wall_clock_unix_ms();
+    if (!snowflake::beyond_key_stops_generation(key, now_unix_ms)) {
+        snowflake_raise_generator_through(shared, snowflake::unix_ms_of_key(key));
+        int64 held = key;
+        if (shared->beyond_key_hold.compare_exchange_strong(held, -1)) {
+            remove_keys_unchecked_file();
+        }
+        return;
+    }
+    char source[kKeySourceBytes];
+    SpinLockAcquire(&shared->keys_floor_lock);
+    strlcpy(source, shared->beyond_key_source, sizeof(source));
+    const uint32_t columns = shared->beyond_key_columns;
+    SpinLockRelease(&shared->keys_floor_lock);
+    char until_text[MAXDATELEN + 1];
+    strlcpy(until_text,
+            timestamptz_to_str(snowflake::pg_us_from_unix_ms(snowflake::unix_ms_of_key(key))),
+            sizeof(until_text));
+    ereport(ERROR,
+            (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+             errmsg("a stored key %lld ms ahead of the clock stops Snowflake id generation",
+                    static_cast<long long>(snowflake::unix_ms_of_key(key) - now_unix_ms)),
+             errdetail("After a start without the mark file, ids stay above the stored keys of "
+                       "this server's node pair. Key %lld of %s is further ahead than "
+                       "snowflake.key_floor_max_lead (%d ms) allows to wait for; %u columns hold "
+                       "such keys, and the server log names each.",
+                       static_cast<long long>(key), source, snowflake_key_floor_max_lead_setting,
+                       columns),
+             errhint("If the clock is behind, fix it: generation resumes once it passes %s. If the "
+                     "clock is right, this server did not issue the key: a superuser gives the "
+                     "row another key or deletes it, then runs SELECT snowflake_release_key(%lld) "
+                     "(doc/operations.md \"Upgrading PostgreSQL\").",
+                     until_text, static_cast<long long>(key))));
+}
+
+// The keys a read found are those of the pair set when it began: once a reload has set another
+// (or set one where none was), the keys are read again for it before the next id.
+void rearm_for_another_pair(SnowflakeShared *shared, snowflake::Node node) {
+    const int64 read_bits = shared->keys_read_node_bits.load();
+    if (read_bits == kNoReadNodeBits || read_bits == node.bits ||
+        shared->keys_floor_pending.load()) {
+        return;
+    }
+    bool pending = false;
+    shared->keys_floor_armed_at.store(GetCurrentTimestamp());
+    if (shared->keys_floor_pending.compare_exchange_strong(pending, true)) {
+        create_keys_unchecked_file();
+        ereport(LOG, (errmsg("snowflake: the node ids changed since the stored keys were read; "
+                             "they are read again for the new pair before the next id")));
     }
 }
 
 }  // namespace
 
 void snowflake_arm_keys_floor(SnowflakeShared *shared, bool mark_file_missing) {
+    shared->keys_floor_armed_at.store(GetCurrentTimestamp());
     if (mark_file_missing) {
         create_keys_unchecked_file();
         shared->keys_floor_pending.store(true, std::memory_order_relaxed);
@@ -530,105 +530,116 @@ void snowflake_arm_keys_floor(SnowflakeShared *shared, bool mark_file_missing) {
                 (errmsg("snowflake mark file \"%s\" not found", kMarkFileName),
                  errdetail("This is expected at the first start of a new data directory. After "
                            "pg_upgrade, a restore without the file or its removal, the highest "
-                           "id this server issued is unknown: the first snowflake_nextval() in "
-                           "each database raises the generator above the stored keys of this "
-                           "server's node pair, after this start and every next one until each "
-                           "database has been checked.")));
+                           "id this server issued is unknown: no id is issued until a background "
+                           "worker has read the stored keys of this server's node pair in every "
+                           "database, after this start and every next one until one read of "
+                           "them all has ended.")));
         return;
     }
     if (access(kKeysUncheckedFileName, F_OK) == 0) {
         shared->keys_floor_pending.store(true, std::memory_order_relaxed);
-        ereport(LOG, (errmsg("snowflake: \"%s\" is present: the first snowflake_nextval() in each "
-                             "database raises the generator above its keys, since not every "
-                             "database was checked after the mark file was lost",
+        ereport(LOG, (errmsg("snowflake: \"%s\" is present: no id is issued until the stored keys "
+                             "of every database were read, since no read of them all has ended "
+                             "since the mark file was lost",
                              kKeysUncheckedFileName)));
     }
 }
 
-// The catalog and the tables are read as the bootstrap superuser, in a security-restricted
-// operation with search_path pinned; an error undoes both with the transaction.
-void snowflake_check_database_keys(SnowflakeShared *shared, Oid nextval_oid, snowflake::Node node) {
-    if (database_already_checked(shared)) {
-        return;
-    }
-    const int64 now_unix_ms = snowflake::unix_ms_floor_from_pg_us(GetCurrentTimestamp());
-    int64 window_end_ms = 0;
-    (void)shared->key_window_end_ms.compare_exchange_strong(
-        window_end_ms,
-        snowflake::key_window_end(now_unix_ms, snowflake_key_floor_max_lead_setting));
-    window_end_ms = shared->key_window_end_ms.load();
-    const snowflake::KeyWindow window = snowflake::key_window(now_unix_ms, window_end_ms, node);
-    Oid saved_user;
-    int saved_security_context;
-    GetUserIdAndSecContext(&saved_user, &saved_security_context);
-    SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, saved_security_context |
-                                                      SECURITY_LOCAL_USERID_CHANGE |
-                                                      SECURITY_RESTRICTED_OPERATION);
-    const int guc_nest_level = NewGUCNestLevel();
-    (void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_SESSION,
-                            GUC_ACTION_SAVE, true, 0, false);
-    const KeyProbe probe = probe_keys(nextval_oid, window, now_unix_ms);
-    if (probe.locked_out > 0) {
-        const char *source =
-            probe.locked_out == 1
-                ? psprintf("table %s", probe.first_locked_out)
-                : psprintf("table %s (and %d more)", probe.first_locked_out, probe.locked_out - 1);
-        raise_floor_through(shared, window.last_unix_ms, -1, source, now_unix_ms);
-    }
-    if (probe.prepared_transactions > 0) {
-        raise_floor_through(shared, window.last_unix_ms, -1,
-                            psprintf("the tables of %lld prepared transactions",
-                                     static_cast<long long>(probe.prepared_transactions)),
-                            now_unix_ms);
-    }
-    raise_floor_through(shared,
-                        snowflake::key_floor_through_ms(window, now_unix_ms, probe.highest_key),
-                        probe.highest_key, probe.key_source, now_unix_ms);
-    disarm_if_all_checked(shared, remember_database_checked(shared));
-    AtEOXact_GUC(false, guc_nest_level);
-    SetUserIdAndSecContext(saved_user, saved_security_context);
+void snowflake_register_keys_reader() {
+    BackgroundWorker worker = keys_reader_worker(InvalidOid);
+    RegisterBackgroundWorker(&worker);
+}
 
-    const char *database = get_database_name(MyDatabaseId);
-    if (probe.locked_out > 0 && window.last_unix_ms >= now_unix_ms) {
-        warn_held_to_window_end(
-            psprintf("%d tables in database \"%s\" were locked by other sessions past the %ld "
-                     "ms the reads of their keys may wait; the first is %s",
-                     probe.locked_out, database, kLockWaitBudgetMs, probe.first_locked_out),
-            "Generation resumes by itself then. Find the sessions that hold the locks in "
-            "pg_locks.",
-            window.last_unix_ms);
+// The reader: one per start at most, and none in pg_upgrade's runs of the new cluster, whose
+// databases it would hold up and whose tables are not there yet.
+void snowflake_keys_reader_main(Datum) {
+    pqsignal(SIGTERM, die);
+    BackgroundWorkerUnblockSignals();
+    SnowflakeShared *shared = snowflake_shared;
+    if (shared == nullptr || IsBinaryUpgrade || !shared->keys_floor_pending.load() ||
+        shared->keys_reader_claimed.exchange(true)) {
+        proc_exit(0);
     }
-    if (probe.prepared_transactions > 0 && window.last_unix_ms >= now_unix_ms) {
-        warn_held_to_window_end(
-            psprintf("database \"%s\" has %lld prepared transactions, whose tables the reads of "
-                     "keys cannot see",
-                     database, static_cast<long long>(probe.prepared_transactions)),
-            "Generation resumes by itself then. Commit or roll back the prepared transactions "
-            "(pg_prepared_xacts) before a start without the mark file to avoid the wait.",
-            window.last_unix_ms);
+    before_shmem_exit(release_reader_claim, 0);
+    BackgroundWorkerInitializeConnection(nullptr, nullptr, 0);
+    pgstat_report_activity(STATE_RUNNING, "reading the stored keys of every database");
+    const TimestampTz started = GetCurrentTimestamp();
+    start_read(shared);
+    int count = 0;
+    if (shared->keys_read_node_bits.load() != kUnsetNodeBits) {
+        const ListedDatabase *databases = list_databases(&count);
+        for (int i = 0; i < count; i++) {
+            read_database(shared, databases[i]);
+        }
     }
-    if (probe.highest_key < 0) {
-        ereport(LOG, (errmsg("snowflake: no key of this server's node pair ahead of the clock in "
-                             "database \"%s\" (%d columns read)",
-                             database, probe.columns)));
-    } else {
-        const snowflake::DecodeResult decoded = snowflake::decode(probe.highest_key);
-        ereport(
-            LOG,
-            (errmsg("snowflake: raised the generator above key %lld of %s",
-                    static_cast<long long>(probe.highest_key), probe.key_source),
-             errdetail("It is the highest key of this server's node pair ahead of the clock "
-                       "in %d columns; its timestamp is %s. Ids issued from now on are above "
-                       "it.",
-                       probe.columns,
-                       timestamptz_to_str(snowflake::pg_us_from_unix_ms(decoded.parts.unix_ms)))));
+    finish_read(shared, count, started);
+    proc_exit(0);
+}
+
+// One database's reader: connected as the bootstrap superuser, also where connections are not
+// allowed. A failure is recorded for the waiting calls, then ends the worker as any error would.
+void snowflake_database_keys_reader_main(Datum main_arg) {
+    pqsignal(SIGTERM, die);
+    BackgroundWorkerUnblockSignals();
+    SnowflakeShared *shared = snowflake_shared;
+    const Oid database = DatumGetObjectId(main_arg);
+    BackgroundWorkerInitializeConnectionByOid(database, InvalidOid, BGWORKER_BYPASS_ALLOWCONN);
+    pgstat_report_activity(STATE_RUNNING, "reading the stored keys of this database");
+    SetCurrentStatementStartTimestamp();
+    StartTransactionCommand();
+    PushActiveSnapshot(GetTransactionSnapshot());
+    // Looked up now: after an error, the catalog may not be read.
+    const char *database_name = MemoryContextStrdup(TopMemoryContext, get_database_name(database));
+    const int64 now_unix_ms = snowflake_wall_clock_unix_ms();
+    const snowflake::KeyWindow window =
+        snowflake::key_window(now_unix_ms, shared->key_window_end_ms.load(),
+                              snowflake::Node{shared->keys_read_node_bits.load()});
+    PG_TRY();
+    {
+        const DatabaseKeys keys = snowflake_read_database_keys(window);
+        apply_database_keys(shared, keys, window, now_unix_ms);
     }
+    PG_CATCH();
+    {
+        MemoryContextSwitchTo(TopMemoryContext);
+        const ErrorData *error = CopyErrorData();
+        record_read_failure(shared,
+                            psprintf("reading database \"%s\": %s", database_name, error->message));
+        PG_RE_THROW();
+    }
+    PG_END_TRY();
+    PopActiveSnapshot();
+    CommitTransactionCommand();
+    SpinLockAcquire(&shared->keys_floor_lock);
+    shared->last_read_database = database;
+    SpinLockRelease(&shared->keys_floor_lock);
+    proc_exit(0);
+}
+
+void snowflake_await_keys_floor(SnowflakeShared *shared, snowflake::Node node) {
+    rearm_for_another_pair(shared, node);
+    if (shared->keys_floor_pending.load()) {
+        refuse_without_postmaster();
+        while (shared->keys_floor_pending.load()) {
+            refuse_while_read_fails(shared);
+            if (GetCurrentTimestamp() >=
+                shared->keys_floor_armed_at.load() + kReaderClaimWaitMs * 1000) {
+                request_reader(shared);
+            }
+            (void)ConditionVariableTimedSleep(&shared->keys_read_changed, kReaderClaimWaitMs,
+                                              snowflake_wait_event("SnowflakeKeysRead"));
+            rearm_for_another_pair(shared, node);
+        }
+        ConditionVariableCancelSleep();
+    }
+    refuse_while_beyond_key_stops(shared);
 }
 
 bool snowflake_keys_floor_holds_generation(SnowflakeShared *shared) {
     const int64 key_floor_ms = shared->key_floor_ms.load();
     const snowflake::LastIssued last = snowflake::last_issued(shared->generator);
-    if (key_floor_ms == 0 || !last.any || last.unix_ms != key_floor_ms) {
+    const bool held_by_key = key_floor_ms != 0 && last.any && last.unix_ms == key_floor_ms;
+    if (!held_by_key && shared->beyond_key_hold.load() < 0 && !shared->keys_floor_pending.load()) {
         return false;
     }
     create_keys_unchecked_file();
@@ -642,4 +653,40 @@ void snowflake_describe_key_floor(const SnowflakeShared *shared, int64 *key, cha
     *key = shared->key_floor_key;
     strlcpy(source, shared->key_floor_source, source_size);
     SpinLockRelease(&writable->keys_floor_lock);
+}
+
+// A superuser's way to resume generation that a key beyond the window stops, when the clock is
+// right: the release is logged with who released which key.
+Datum snowflake_release_key(PG_FUNCTION_ARGS) {
+    SnowflakeShared *shared = snowflake_shared;
+    if (shared == nullptr) {
+        snowflake_report_not_preloaded("The keys that stop generation are kept in shared memory.");
+    }
+    const int64 key = PG_GETARG_INT64(0);
+    int64 held = key;
+    if (key < 0 || !shared->beyond_key_hold.compare_exchange_strong(held, -1)) {
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("key %lld does not stop Snowflake id generation",
+                               static_cast<long long>(key)),
+                        held >= 0 ? errdetail("Key %lld does.", static_cast<long long>(held))
+                                  : errdetail("No stored key stops generation."),
+                        errhint("Release the key that the refusal of snowflake_nextval() "
+                                "names.")));
+    }
+    char source[kKeySourceBytes];
+    SpinLockAcquire(&shared->keys_floor_lock);
+    strlcpy(source, shared->beyond_key_source, sizeof(source));
+    SpinLockRelease(&shared->keys_floor_lock);
+    remove_keys_unchecked_file();
+    ereport(LOG,
+            (errmsg("snowflake: key %lld of %s was released by role \"%s\" (session user \"%s\"); "
+                    "it no longer stops generation",
+                    static_cast<long long>(key), source, GetUserNameFromId(GetUserId(), false),
+                    GetUserNameFromId(GetSessionUserId(), false)),
+             errdetail("This server issues an id equal to it when its clock reaches %s, unless "
+                       "the row has another key by then; so does it for every other key beyond "
+                       "snowflake.key_floor_max_lead that the read found.",
+                       timestamptz_to_str(
+                           snowflake::pg_us_from_unix_ms(snowflake::unix_ms_of_key(key))))));
+    PG_RETURN_VOID();
 }

@@ -6,20 +6,23 @@
 #include "pg/shared_state.hpp"
 
 // At start-up: arms the floor after a start without a mark file, and keeps it armed across
-// restarts until every database was checked.
+// restarts until the keys of every database were read in one run.
 void snowflake_arm_keys_floor(SnowflakeShared *shared, bool mark_file_missing);
 
-// Raises the generator above this database's stored keys of the node pair that are ahead of the
-// clock (of columns whose default is the function nextval_oid), unless a backend of the same
-// database already did since the start.
-void snowflake_check_database_keys(SnowflakeShared *shared, Oid nextval_oid, snowflake::Node node);
+// In _PG_init: the background worker that reads the keys once the server can generate.
+void snowflake_register_keys_reader();
 
-// At a clean stop: whether nothing was issued since a stored key raised the generator, in which
-// case the final mark must not keep that key's timestamp (the key may be gone by the next start),
-// and the floor is armed again instead, so that the next start reads the keys afresh.
+// Before a backend's first id: waits, cancellably, until the keys of every database were read
+// for this node pair, and refuses while a key beyond the window stops generation.
+void snowflake_await_keys_floor(SnowflakeShared *shared, snowflake::Node node);
+
+// At a clean stop: whether nothing was issued since a stored key raised the generator, or a key
+// beyond the window still stops it, in which case the final mark must not keep the generator's
+// timestamp (the key may be gone by the next start), and the floor is armed again instead, so
+// that the next start reads the keys afresh.
 bool snowflake_keys_floor_holds_generation(SnowflakeShared *shared);
 
-// The key that raised the generator ahead of the clock (-1 for a table that could not be read)
+// The key that raised the generator ahead of the clock (-1 for tables that could not be read)
 // and where it is stored, for a refusal that names it.
 void snowflake_describe_key_floor(const SnowflakeShared *shared, int64 *key, char *source,
                                   size_t source_size);

@@ -8,8 +8,8 @@
 // the one LWLock of the "snowflake" tranche serialises extensions of the durable mark (see
 // durable_mark.cpp), which happen about twice a second at most; the one of the "snowflake fleet"
 // tranche guards the fleet guard's results (see fleet_shared.hpp); a spinlock guards the floor from
-// keys' list of checked databases and its record of the key that holds generation back, for a
-// few copies at a time (see keys_floor.cpp).
+// keys' record of the keys that hold generation back and of a failed read, for a few copies at a
+// time, and a condition variable wakes the calls that wait for the read (see keys_floor.cpp).
 // The counters for snowflake_info() are one slot per PGPROC, each written only by its owner with a
 // plain atomic store; the rare events (sequence waits, clock rollbacks) use a shared fetch_add.
 //
@@ -114,6 +114,7 @@ void attach_shared_memory() {
         new (memory) SnowflakeShared();
         shared->mark_lock = &GetNamedLWLockTranche("snowflake")[0].lock;
         SpinLockInit(&shared->keys_floor_lock);
+        ConditionVariableInit(&shared->keys_read_changed);
         shared->counter_count = counter_slot_count();
         IdCounter *counters = id_counters(shared);
         for (uint32_t i = 0; i < shared->counter_count; i++) {
@@ -129,8 +130,12 @@ void attach_shared_memory() {
         if (!IsUnderPostmaster) {
             snowflake_save_final_mark_at_exit();
         }
-        snowflake_arm_keys_floor(shared,
-                                 snowflake_restore_durable_mark(shared) == MarkRestore::kNoFile);
+        // pg_upgrade's own runs of the new cluster, before its tables are there, arm nothing.
+        const bool mark_file_missing =
+            snowflake_restore_durable_mark(shared) == MarkRestore::kNoFile;
+        if (!IsBinaryUpgrade) {
+            snowflake_arm_keys_floor(shared, mark_file_missing);
+        }
         snowflake_note_start_from_backup(shared);
     }
 }
@@ -224,7 +229,8 @@ void define_settings() {
         "snowflake.key_floor_max_lead",
         "How far ahead of the clock a stored key may hold generation back after a start without "
         "the mark file.",
-        "Keys of this server's node pair further ahead are logged and left out of the floor.",
+        "A key of this server's node pair further ahead stops generation until the clock passes "
+        "it or a superuser releases it with snowflake_release_key().",
         &snowflake_key_floor_max_lead_setting, 60000, 0, 3600000, PGC_SIGHUP, GUC_UNIT_MS, nullptr,
         nullptr, nullptr);
     DefineCustomBoolVariable(
@@ -293,4 +299,5 @@ void _PG_init(void) {
     shmem_startup_hook = attach_shared_memory;
     snowflake_register_wal_resource_manager();
     snowflake_register_fleet_guard();
+    snowflake_register_keys_reader();
 }

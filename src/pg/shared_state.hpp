@@ -7,6 +7,7 @@
 #include <cstdint>
 
 extern "C" {
+#include "storage/condition_variable.h"
 #include "storage/lwlock.h"
 #include "storage/spin.h"
 }
@@ -33,10 +34,10 @@ enum class MarkFileState : uint32_t {
     kUnreadable,      // present but could not be read; mark_file_errno says why
 };
 
-// How many databases shared memory remembers as checked by the floor from keys (keys_floor.cpp).
-inline constexpr uint32_t kMaxCheckedDatabases = 64;
-// Room for the database, table and column of the key that holds generation back.
-inline constexpr size_t kKeySourceBytes = 3 * NAMEDATALEN + 32;
+// Room for the database, table, column and owner of a key that holds generation back.
+inline constexpr size_t kKeySourceBytes = 5 * NAMEDATALEN + 64;
+// Room for why the read of a database's keys failed.
+inline constexpr size_t kReadFailureBytes = 512;
 
 // The shared state: the generator word apart from everything else; the durable mark, read on
 // every call and written about twice a second, apart again; the boundary watch, claimed once a
@@ -58,9 +59,9 @@ struct SnowflakeShared {
     // durable_mark_ms once the synchronous standbys, if any, have flushed that record too.
     std::atomic<int64_t> logged_mark_ms{0};
     std::atomic<uint64_t> logged_mark_lsn{0};
-    // Set at start-up when there was no mark file, or not every database was checked since: the
-    // first snowflake_nextval() in each database raises the generator above the keys already
-    // stored (keys_floor.cpp).
+    // Set at start-up when there was no mark file, or the read of the stored keys since was not
+    // complete: no id is issued until a background worker has read the keys of every database
+    // and cleared it (keys_floor.cpp).
     std::atomic<bool> keys_floor_pending{false};
     // The file that marked this start as one from a backup (restored_copy.cpp), or empty, and
     // the node ids then: a warning lasts until they change.
@@ -74,16 +75,36 @@ struct SnowflakeShared {
     // (keys_floor.cpp): while the last timestamp is this one, nothing was issued since, and a
     // refusal names the key rather than blaming the clock.
     std::atomic<int64_t> key_floor_ms{0};
-    // The end of the window of stored keys that may raise the generator, fixed by the first read
-    // after the start (core/key_floor.hpp), or 0 before it.
+    // The end of the window of stored keys that may raise the generator, fixed when the read
+    // begins (core/key_floor.hpp), or 0 before it.
     std::atomic<int64_t> key_window_end_ms{0};
+    // The key beyond the window that stops generation, set when the read ends, or -1: cleared by
+    // snowflake_release_key() or passed by the clock (keys_floor.cpp).
+    std::atomic<int64_t> beyond_key_hold{-1};
+    // The node bits of this server's pair that the last read began with, -2 if a node id was
+    // unset then, -1 before any read: a call with another pair reads the keys again.
+    std::atomic<int64_t> keys_read_node_bits{-1};
+    // The one process that reads the keys (the launcher of the readers), and whether a backend
+    // already asked the postmaster to start one because none had begun.
+    std::atomic<bool> keys_reader_claimed{false};
+    std::atomic<bool> keys_reader_requested{false};
+    // When keys_floor_pending was last set (a TimestampTz): a call asks for a reader once none has
+    // claimed the read a second after that.
+    std::atomic<int64_t> keys_floor_armed_at{0};
+    // Broadcast when the read ends or a database's read fails, to the calls that wait for it.
+    ConditionVariable keys_read_changed;
     // The rest of the floor from keys, under keys_floor_lock (held for a few copies only): the key
-    // behind key_floor_ms and where it is stored; the databases whose keys were read since start.
+    // behind key_floor_ms and where it is stored; the highest key beyond the window and where,
+    // with the number of columns that hold one; the last database whose read succeeded; and why
+    // the read of a database failed, empty while none has.
     slock_t keys_floor_lock;
     int64_t key_floor_key = -1;
     char key_floor_source[kKeySourceBytes] = {};
-    uint32_t checked_database_count = 0;
-    Oid checked_databases[kMaxCheckedDatabases] = {};
+    int64_t beyond_key = -1;
+    char beyond_key_source[kKeySourceBytes] = {};
+    uint32_t beyond_key_columns = 0;
+    Oid last_read_database = 0;
+    char keys_read_failure[kReadFailureBytes] = {};
     alignas(kFalseSharingBytes) snowflake::BoundaryWatch boundary_watch;
     alignas(kFalseSharingBytes) std::atomic<uint64_t> sequence_waits{0};
     std::atomic<uint64_t> clock_rollbacks{0};
@@ -100,6 +121,10 @@ extern SnowflakeShared *snowflake_shared;
 
 // Adds one to this backend's issued-id count without touching another backend's cache line.
 void snowflake_count_issued_id(SnowflakeShared *shared);
+
+// The generator's clock in the milliseconds of the id layout (generate.cpp): what every reading
+// that ids are compared with must use, the floor from keys' included.
+int64_t snowflake_wall_clock_unix_ms();
 
 // Sums every backend's issued-id count, for snowflake_info().
 uint64_t snowflake_total_issued_ids(const SnowflakeShared *shared);

@@ -54,12 +54,24 @@ sub set_clock_offset {
     rename("$clock_file.new", $clock_file) or die "rename $clock_file: $!";
 }
 
+# A library preloaded before libfaketime so that background workers of servers before 16 get the
+# moved clock too (test/perl/select_passthrough.c says why); built once per test file.
+my $select_passthrough;
+sub select_passthrough {
+    return $select_passthrough if defined $select_passthrough;
+    $select_passthrough = "$PostgreSQL::Test::Utils::tmp_check/select_passthrough.so";
+    system('cc', '-shared', '-fPIC', '-o', $select_passthrough,
+        "$FindBin::RealBin/../perl/select_passthrough.c", '-ldl') == 0
+      or BAIL_OUT('test/perl/select_passthrough.c does not build');
+    return $select_passthrough;
+}
+
 # Starts (or with fail_ok, tries to start) a server whose clock is the real one plus the offset
 # in $clock_file, re-read on every clock call. The monotonic clock stays real, so timeouts do.
 sub start_with_clock {
     my ($node, $clock_file, %params) = @_;
     set_clock_offset($clock_file, '+0') unless -e $clock_file;
-    local $ENV{LD_PRELOAD} = $libfaketime;
+    local $ENV{LD_PRELOAD} = select_passthrough() . " $libfaketime";
     local $ENV{FAKETIME_TIMESTAMP_FILE} = $clock_file;
     local $ENV{FAKETIME_NO_CACHE} = '1';
     local $ENV{FAKETIME_DONT_FAKE_MONOTONIC} = '1';

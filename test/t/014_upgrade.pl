@@ -1,11 +1,17 @@
 # pg_upgrade run the usual way, with no step for this extension, keeps ids unique: the new data
-# directory has no mark file, and the first snowflake_nextval() in each database raises the
-# generator above the keys already stored, even with the clock two minutes behind the old
-# cluster's last id (within snowflake.key_floor_max_lead, set to five minutes here), and after a
-# restart before every database was used. A removed mark file is covered the same way; a key
-# written by hand far in the future is left out and logged by name. The
-# extension, created at 1.0 before the upgrade, then goes through every update script and ends
-# equal to a fresh install.
+# directory has no mark file, and before any id is issued a background worker reads the stored
+# keys of this server's node pair in every database. With default settings and the new
+# cluster's clock two minutes behind the old cluster's last id, those keys are further ahead than
+# snowflake.key_floor_max_lead: the first call, in a database other than the one that holds the
+# highest key, is stopped with 55000 naming that key, in a partitioned table of a quoted schema,
+# after every database was read; the calling database's own highest key is logged by name, and
+# the end of the read warns of the highest of all. Once the clock has passed them, every id is
+# above every database's keys, the file that kept the read armed is gone, and a restart trusts the
+# mark again. A removed mark file, with the clock 30 s behind the
+# highest key (within the bound), has that key hold generation back until the clock passes it; a
+# key of 2060 written by hand stops generation until a superuser (not a plain role) releases it
+# with snowflake_release_key(), which is logged with the role. The extension, created at 1.0
+# before the upgrade, then goes through every update script and ends equal to a fresh install.
 use strict;
 use warnings;
 use FindBin;
@@ -41,10 +47,13 @@ $old->safe_psql('postgres',
     q(INSERT INTO "Sales"."Line items" (phase) SELECT 'before' FROM generate_series(1, 5000)));
 my $old_max = $old->safe_psql('postgres', q(SELECT max(id) FROM "Sales"."Line items"));
 my $old_max_shop = max_id($old, 'carts', 'shop');
+# The superuser that owns every table, as the log and the messages name it.
+my $user = $old->safe_psql('postgres', 'SELECT current_user');
+my $owner = $old->safe_psql('postgres', 'SELECT quote_ident(current_user)');
 $old->stop;
 
 my $new = snowflake_node('new', datacenter_id => 3, machine_id => 4);
-$new->append_conf('postgresql.conf', "fsync = on\nsnowflake.key_floor_max_lead = '5min'\n");
+$new->append_conf('postgresql.conf', "fsync = on\n");
 # pg_upgrade writes its logs into the current directory's tree.
 chdir $PostgreSQL::Test::Utils::tmp_check;
 command_ok(
@@ -55,89 +64,111 @@ command_ok(
     ],
     'pg_upgrade with no step added for the extension');
 ok(!-e $new->data_dir . '/snowflake_mark', 'pg_upgrade does not carry the mark file');
+my $unchecked = $new->data_dir . '/snowflake_keys_unchecked';
 
-# Inserts rows of a phase into orders and checks that every new id is above the floor.
+# Inserts rows of a phase into a table and checks that every new id is above the floor.
 sub inserts_above {
-    my ($phase, $count, $floor, $what) = @_;
-    $new->safe_psql('postgres',
-        "INSERT INTO orders (phase) SELECT '$phase' FROM generate_series(1, $count)");
-    is($new->safe_psql('postgres',
-            "SELECT count(*) FROM orders WHERE phase = '$phase' AND id > $floor"),
+    my ($table, $dbname, $phase, $count, $floor, $what) = @_;
+    $new->safe_psql($dbname,
+        "INSERT INTO $table (phase) SELECT '$phase' FROM generate_series(1, $count)");
+    is($new->safe_psql($dbname,
+            "SELECT count(*) FROM $table WHERE phase = '$phase' AND id > $floor"),
         $count, $what);
 }
 
-# The new cluster's clock is two minutes behind the old cluster's last id.
+# The new cluster's clock is two minutes behind the old cluster's last id, further than
+# snowflake.key_floor_max_lead (60 s by default) allows to wait for.
 set_clock_offset($clock_file, '-120');
 my $log_offset = -s $new->logfile // 0;
 start_with_clock($new, $clock_file);
 ok($new->wait_for_log(qr/snowflake mark file "snowflake_mark" not found/, $log_offset),
     'a start without the mark file is logged');
 like(slurp_file($new->logfile, $log_offset),
-    qr/DETAIL:  This is expected at the first start of a new data directory\. After pg_upgrade/,
+    qr/DETAIL:  This is expected at the first start of a new data directory\. After pg_upgrade, .*: no id is issued until a background worker has read the stored keys of this server's node pair in every database/,
     'the log says what a missing mark file means and what the extension does');
 
-my $error = error_of($new, "INSERT INTO orders (phase) VALUES ('clock behind')");
-like($error, qr/ERROR:  55000: a stored key holds Snowflake id generation back/,
-    'with the clock behind the stored keys, generation is refused');
-ok($new->wait_for_log(
-        qr/raised the generator above key $old_max of column id of table "Sales"\.early in database "postgres"/,
-        $log_offset),
-    'the highest key of the database, in a partitioned table of another schema, raised it');
+# The first call comes from the database whose keys are not the highest.
+my $error = error_of($new, "INSERT INTO carts (phase) VALUES ('clock behind')", 'shop');
+like($error, qr/ERROR:  55000: a stored key \d+ ms ahead of the clock stops Snowflake id generation/,
+    'with the clock two minutes behind the stored keys, they stop generation');
+like($error,
+    qr/DETAIL:  .*Key $old_max of column id of table "Sales"\.early \(owner \Q$owner\E\) in database "postgres" is further ahead than snowflake\.key_floor_max_lead/,
+    'a call in another database names the highest key of all, in a partitioned table of a quoted schema');
+like($error, qr/HINT:  .*snowflake_release_key\($old_max\)/,
+    'the hint names the release of that key for a clock that is right');
+my $log = slurp_file($new->logfile, $log_offset);
+like($log,
+    qr/LOG:  snowflake: key $old_max_shop of column id of table public\.carts \(owner \Q$owner\E\) in database "shop" is \d+ ms ahead of the clock, beyond snowflake\.key_floor_max_lead \(60000 ms\); it stops generation/,
+    "the calling database's own highest key is logged by name");
+like($log,
+    qr/WARNING:  snowflake: key $old_max of column id of table "Sales"\.early \(owner \Q$owner\E\) in database "postgres" is beyond snowflake\.key_floor_max_lead: generation stops/,
+    'the end of the read warns of the highest key by name');
+like($log,
+    qr/snowflake: the stored keys of 4 databases were read in \d+ ms after a start without the mark file; ids are issued from now on/,
+    'every database, the templates included, was read before the first id');
 is($new->safe_psql('postgres', "SELECT count(*) FROM orders WHERE phase <> 'before'"),
     '0', 'nothing was issued below the old keys');
+ok(-e $unchecked, 'while a key stops generation, the file that keeps the read armed is there');
 
+# Once the clock has passed the keys, generation resumes by itself.
 set_clock_offset($clock_file, '+0');
-inserts_above('after', 5000, $old_max,
+inserts_above('carts', 'shop', 'after', 5000, $old_max,
+    "the other database's new ids are above every database's keys, not only its own");
+inserts_above('orders', 'postgres', 'after', 5000, $old_max,
     'every id after the upgrade is above every id of the old cluster');
 
-# The other database is checked on its own first use, even after a restart in between: the
-# check stays armed until every database has been checked.
-set_clock_offset($clock_file, '-120');
+# Once the clock has passed the key that stopped generation, the read has nothing left to keep
+# armed: the file goes, and a restart trusts the mark again.
+ok(!-e $unchecked, 'once the clock has passed the key, the file that kept the read armed is gone');
 $new->stop;
 $log_offset = -s $new->logfile;
 start_with_clock($new, $clock_file);
-ok($new->log_contains(qr/"snowflake_keys_unchecked" is present/, $log_offset),
-    'after a restart the check is still armed');
-$error = error_of($new, "INSERT INTO carts (phase) VALUES ('clock behind')", 'shop');
-like($error, qr/clock moved backwards/,
-    'the other database is refused too while the clock is behind the ids issued since');
-ok($new->wait_for_log(qr/raised the generator above key $old_max_shop of column id of table public\.carts in database "shop"/,
-        $log_offset),
-    'the other database was checked on its own first use');
-set_clock_offset($clock_file, '+0');
-$new->safe_psql('shop', "INSERT INTO carts (phase) SELECT 'after' FROM generate_series(1, 5000)");
-is($new->safe_psql('shop',
-        "SELECT count(*) FROM carts WHERE phase = 'after' AND id > $old_max_shop"),
-    '5000', 'the other database has only new ids above its old keys');
-
-# A removed mark file, with the clock behind again, is covered the same way; a key written by
-# hand in 2060 does not stop generation until then.
+like($new->safe_psql('postgres', 'SELECT snowflake_nextval()'), qr/^\d+$/, 'the restarted cluster generates');
+ok(!$new->log_contains(qr/stored keys of \d+ databases were read/, $log_offset),
+    'from the mark, without reading the keys again');
 my $new_max = max_id($new, 'orders');
-$new->safe_psql('postgres',
-    "INSERT INTO orders VALUES (snowflake_encode('2060-01-01'::timestamptz, 3, 4, 0), 'by hand')");
+inserts_above('orders', 'postgres', 'after restart', 1000, $new_max,
+    'generation goes on above the ids issued before the restart');
+
+# A removed mark file, with the clock behind again: the highest key, 30 s ahead, holds
+# generation back; a key written by hand in 2060 stops it.
+$new_max = max_id($new, 'orders');
+my $key_2060 = $new->safe_psql('postgres', q(
+INSERT INTO orders VALUES (snowflake_encode('2060-01-01'::timestamptz, 3, 4, 0), 'by hand')
+RETURNING id));
+# The release function came in 1.8; the other database is updated for it.
+$new->safe_psql('shop', 'ALTER EXTENSION snowflake UPDATE; CREATE ROLE clerk');
 $new->stop;
 unlink $new->data_dir . '/snowflake_mark' or die "unlink: $!";
-set_clock_offset($clock_file, '-120');
+set_clock_offset($clock_file, '-30');
 $log_offset = -s $new->logfile;
 start_with_clock($new, $clock_file);
 $error = error_of($new, "INSERT INTO orders (phase) VALUES ('clock behind')");
-like($error, qr/a stored key holds Snowflake id generation back/,
-    'after the mark file is removed, the keys hold it up');
-ok($new->log_contains(qr/raised the generator above key $new_max of column id of table public\.orders in database "postgres"/,
-        $log_offset),
-    'the removed mark file is replaced by the highest key');
+like($error, qr/ERROR:  55000: a stored key \d+ ms ahead of the clock stops Snowflake id generation/,
+    'after the mark file is removed, the key of 2060 stops generation');
+like($error,
+    qr/DETAIL:  .*Key $key_2060 of column id of table public\.orders \(owner \Q$owner\E\) in database "postgres" is further ahead/,
+    'the refusal names the key of 2060 and its table');
+ok(-e $unchecked, 'the start without the mark file creates the file again');
+like(error_of($new, "SET ROLE clerk; SELECT snowflake_release_key($key_2060)", 'shop'),
+    qr/ERROR:  42501: permission denied for function snowflake_release_key/,
+    'a plain role cannot release the key');
+$new->safe_psql('shop', "SELECT snowflake_release_key($key_2060)");
 ok($new->log_contains(
-        qr/LOG:  snowflake: key \d+ of column id of table public\.orders in database "postgres" is \d+ ms ahead of the clock, beyond snowflake\.key_floor_max_lead/,
+        qr/LOG:  snowflake: key $key_2060 of column id of table public\.orders \(owner \Q$owner\E\) in database "postgres" was released by role "\Q$user\E"/,
         $log_offset),
-    'the key of 2060 is left out of the floor, logged by name');
+    'the release by the superuser is logged with its role');
+ok(!-e $unchecked, 'the release removes the file');
+$error = error_of($new, "INSERT INTO orders (phase) VALUES ('clock behind')");
+like($error, qr/ERROR:  55000: a stored key holds Snowflake id generation back until/,
+    'released, the key of 2060 stops nothing, and the highest key within the bound holds generation back');
+ok($new->log_contains(
+        qr/raised the generator above key $new_max of column id of table public\.orders \(owner \Q$owner\E\) in database "postgres"/,
+        $log_offset),
+    'the removed mark file is replaced by the highest key within the bound');
 set_clock_offset($clock_file, '+0');
-inserts_above('after removal', 1000, $new_max,
-    'every id after the removal is above every stored key');
-# Once every database that takes connections was checked in one run, the check is disarmed.
-$new->safe_psql('shop', 'SELECT snowflake_nextval()');
-ok($new->wait_for_log(qr/every database has been checked for keys/, $log_offset),
-    'with every database checked, the check is disarmed');
-ok(!-e $new->data_dir . '/snowflake_keys_unchecked', 'and its file is removed');
+inserts_above('orders', 'postgres', 'after removal', 1000, $new_max,
+    'every id after the removal is above every stored key but the released one');
 is($new->safe_psql('postgres', 'SELECT count(*) - count(DISTINCT id) FROM orders'),
     '0', 'one primary key holds the ids of before and after, without a duplicate');
 

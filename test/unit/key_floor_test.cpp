@@ -74,5 +74,41 @@ TEST(KeyFloor, WithAKeyInTheWindowIsThatKeysMillisecond) {
     EXPECT_EQ(key_floor_through_ms(window, kNow, window.highest_id), kNow + 60000);
 }
 
+TEST(StoredKeys, InTheWindowAndBeyondItAreKeptApartAndOthersIgnored) {
+    const KeyWindow window = window_at(kNow);
+    FoundKeys found;
+    note_stored_key(window, id_at(kNow - 1, 7, 13, 4095), &found);
+    note_stored_key(window, id_at(kNow + 5000, 7, 12, 0), &found);
+    note_stored_key(window, id_at(kNow + 90000, 8, 13, 0), &found);
+    EXPECT_EQ(found.in_window, -1);
+    EXPECT_EQ(found.beyond_window, -1);
+    note_stored_key(window, id_at(kNow + 5000, 7, 13, 1), &found);
+    note_stored_key(window, id_at(kNow, 7, 13, 0), &found);
+    note_stored_key(window, id_at(kNow + 60001, 7, 13, 0), &found);
+    note_stored_key(window, id_at(kNow + 86400000, 7, 13, 9), &found);
+    note_stored_key(window, id_at(kNow + 70000, 7, 13, 0), &found);
+    EXPECT_EQ(found.in_window, id_at(kNow + 5000, 7, 13, 1));
+    EXPECT_EQ(found.beyond_window, id_at(kNow + 86400000, 7, 13, 9));
+}
+
+TEST(StoredKeys, TheWindowsLastIdIsInItAndTheNextBeyondIt) {
+    const KeyWindow window = window_at(kNow);
+    FoundKeys found;
+    note_stored_key(window, id_at(kNow + 60000, 7, 13, kMaxSequence), &found);
+    EXPECT_EQ(found.in_window, id_at(kNow + 60000, 7, 13, kMaxSequence));
+    EXPECT_EQ(found.beyond_window, -1);
+    note_stored_key(window, id_at(kNow + 60001, 7, 13, 0), &found);
+    EXPECT_EQ(found.beyond_window, id_at(kNow + 60001, 7, 13, 0));
+}
+
+TEST(BeyondKey, StopsGenerationUntilTheClockLeavesItsMillisecond) {
+    const int64_t key = id_at(kNow + 120000, 7, 13, 3);
+    EXPECT_EQ(unix_ms_of_key(key), kNow + 120000);
+    EXPECT_TRUE(beyond_key_stops_generation(key, kNow));
+    EXPECT_TRUE(beyond_key_stops_generation(key, kNow + 120000));
+    EXPECT_FALSE(beyond_key_stops_generation(key, kNow + 120001));
+    EXPECT_FALSE(beyond_key_stops_generation(-1, kNow));
+}
+
 }  // namespace
 }  // namespace snowflake

@@ -1,4 +1,4 @@
--- The snowflake extension, version 1.7, complete: what CREATE EXTENSION snowflake installs. The
+-- The snowflake extension, version 1.8, complete: what CREATE EXTENSION snowflake installs. The
 -- update scripts from 1.0 (snowflake--1.0--1.1.sql and on) reach the same objects, which the
 -- regression test install.sql compares; a change to the extension goes into both.
 \echo Use "CREATE EXTENSION snowflake" to load this file. \quit
@@ -112,6 +112,18 @@ CREATE FUNCTION snowflake_info() RETURNS snowflake_info
     LANGUAGE C VOLATILE PARALLEL SAFE;
 COMMENT ON FUNCTION snowflake_info() IS
     'This server''s node ids, epoch, last timestamp used and generator counters';
+
+-- Resuming generation after a start without the mark file ---------------------------------------
+
+-- VOLATILE: it changes the generator's state. STRICT: a NULL key releases nothing. Not for
+-- PUBLIC: it lets ids equal to a stored key be issued later, which only a superuser (or a role
+-- a superuser grants it to) may decide (doc/security.md "The floor from stored keys").
+CREATE FUNCTION snowflake_release_key(key bigint) RETURNS void
+    AS 'MODULE_PATHNAME', 'snowflake_release_key'
+    LANGUAGE C VOLATILE STRICT;
+REVOKE EXECUTE ON FUNCTION snowflake_release_key(bigint) FROM PUBLIC;
+COMMENT ON FUNCTION snowflake_release_key(bigint) IS
+    'After a start without the mark file, lets generation resume that a stored key of this server''s node pair further ahead of the clock than snowflake.key_floor_max_lead stops: key must be the one the refusal names; the release is logged with the role, and the server issues an id equal to that key when its clock reaches it unless the row has another key by then';
 
 -- Checking other servers ----------------------------------------------------------------------
 

@@ -1,0 +1,397 @@
+// The read of one database's stored keys, for the floor from keys (keys_floor.cpp says when it
+// runs): every column that may hold keys of snowflake_nextval() (kKeyColumnsQuery says which) is
+// read once, and the highest key of this server's node pair in the window and beyond it is kept,
+// with where it is stored (doc/operations.md "Upgrading PostgreSQL" and "Guarantees").
+//
+// The keys are read without the planner or the executor: an index scan of a btree index led by
+// the column, or a scan of the table, with a dirty snapshot (so that rows of transactions in
+// progress or prepared count too). So no privilege, row-level security policy, index predicate or
+// expression, statistics object or trigger of any role runs or is consulted, and none can hide a
+// key or fail the read. Each table is locked only while it is read. Lock waits share one short,
+// cancellable budget; a table (or its index) locked past it counts as holding keys up to the end
+// of the window, which bounds how long a role that keeps its tables locked holds generation back.
+
+extern "C" {
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "access/stratnum.h"
+#include "access/tableam.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_authid.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_opfamily.h"
+#include "catalog/pg_type.h"
+#include "executor/tuptable.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/latch.h"
+#include "storage/lmgr.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+}
+
+#include <algorithm>
+#include <type_traits>
+
+#include "core/codec.hpp"
+#include "core/key_floor.hpp"
+#include "pg/compat.hpp"
+#include "pg/keys_read.hpp"
+#include "pg/library_objects.hpp"
+#include "pg/settings.hpp"
+#include "pg/shared_state.hpp"
+
+namespace {
+
+// How long the reads of one database wait in all for tables (and indexes) that other sessions
+// hold locked, before each such table counts as holding keys up to the end of the window.
+constexpr long kLockWaitBudgetMs = 1000;
+
+// The columns that may hold keys, each as a table and its attribute number: a column whose
+// default calls snowflake_nextval() (its own default, its type's, or an ancestor's, down every
+// level of partitions and inheritance children; a snowflake column's default calls it inside the
+// assignment cast, and pg_depend records every function a default calls), and every column that
+// leads a btree index, since a table keeps its keys when its default goes (a detached partition, a
+// default dropped or set elsewhere). Whether the column is a bigint or a snowflake (or a domain
+// over either) is checked once the table is locked. A foreign table lives elsewhere and another
+// session's temporary table cannot be read. Run with search_path pinned.
+constexpr char kKeyColumnsQuery[] =
+    "WITH RECURSIVE key_column (relid, attname) AS ("
+    " SELECT def.adrelid, a.attname FROM pg_catalog.pg_depend AS dep"
+    " JOIN pg_catalog.pg_attrdef AS def ON def.oid = dep.objid"
+    " JOIN pg_catalog.pg_attribute AS a ON a.attrelid = def.adrelid AND a.attnum = def.adnum"
+    " WHERE dep.classid = 'pg_catalog.pg_attrdef'::pg_catalog.regclass"
+    " AND dep.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND dep.refobjid = $1"
+    " UNION"
+    " SELECT a.attrelid, a.attname FROM pg_catalog.pg_depend AS dep"
+    " JOIN pg_catalog.pg_attribute AS a ON a.atttypid = dep.objid"
+    " WHERE dep.classid = 'pg_catalog.pg_type'::pg_catalog.regclass"
+    " AND dep.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND dep.refobjid = $1"
+    " AND a.attnum > 0 AND NOT a.attisdropped"
+    " UNION"
+    " SELECT i.inhrelid, k.attname FROM key_column AS k"
+    " JOIN pg_catalog.pg_inherits AS i ON i.inhparent = k.relid)"
+    "SELECT c.oid, a.attnum FROM key_column AS k"
+    " JOIN pg_catalog.pg_class AS c ON c.oid = k.relid"
+    " JOIN pg_catalog.pg_attribute AS a ON a.attrelid = c.oid AND a.attname = k.attname"
+    " AND NOT a.attisdropped"
+    " WHERE c.relkind IN ('r', 'm') AND c.relpersistence <> 't'"
+    " UNION"
+    " SELECT i.indrelid, i.indkey[0] FROM pg_catalog.pg_index AS i"
+    " JOIN pg_catalog.pg_class AS c ON c.oid = i.indrelid"
+    " JOIN pg_catalog.pg_class AS ic ON ic.oid = i.indexrelid"
+    " JOIN pg_catalog.pg_am AS am ON am.oid = ic.relam"
+    " WHERE am.amname = 'btree' AND i.indkey[0] <> 0"
+    " AND c.relkind IN ('r', 'm') AND c.relpersistence <> 't'"
+    " ORDER BY 1, 2";
+
+// The prepared transactions of this database: a table, column, default or index they created is
+// in no catalog a read can see, so their keys count as reaching the end of the window.
+constexpr char kPreparedTransactionsQuery[] =
+    "SELECT pg_catalog.count(*) FROM pg_catalog.pg_prepared_xacts "
+    "WHERE database OPERATOR(pg_catalog.=) pg_catalog.current_database()";
+
+// The extension's snowflake_nextval() in this database, if it is installed: the columns whose
+// default calls it are read whatever index they have. Without it, the columns that lead a btree
+// index are still read, for keys copied from another database.
+constexpr char kNextvalQuery[] =
+    "SELECT (SELECT p.oid FROM pg_catalog.pg_depend AS d"
+    " JOIN pg_catalog.pg_extension AS e ON e.oid = d.refobjid"
+    " JOIN pg_catalog.pg_proc AS p ON p.oid = d.objid"
+    " WHERE d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass"
+    " AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass AND d.deptype = 'e'"
+    " AND e.extname = 'snowflake' AND p.proname = 'snowflake_nextval' AND p.pronargs = 0)"
+    "::pg_catalog.int8";
+
+// Runs a one-value query and returns its bigint result, or -1 for NULL.
+int64 query_bigint(const char *statement, int argument_count, Oid *argument_types,
+                   Datum *arguments) {
+    if (SPI_execute_with_args(statement, argument_count, argument_types, arguments, nullptr, true,
+                              1) != SPI_OK_SELECT ||
+        SPI_processed != 1) {
+        elog(ERROR, "snowflake: could not run: %s", statement);
+    }
+    bool is_null = true;
+    const Datum highest = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &is_null);
+    return is_null ? -1 : DatumGetInt64(highest);
+}
+
+// Names the table whose read failed, for an error raised inside it.
+void read_error_context(void *table) {
+    errcontext(
+        "snowflake: reading the keys of %s after a start without the mark file "
+        "(doc/operations.md \"Upgrading PostgreSQL\")",
+        static_cast<const char *>(table));
+}
+
+// Takes a lock a read needs, waiting on the latch (cancellably) while the budget lasts.
+bool lock_within_budget(Oid relation, TimestampTz budget_end) {
+    for (;;) {
+        if (ConditionalLockRelationOid(relation, AccessShareLock)) {
+            return true;
+        }
+        if (GetCurrentTimestamp() >= budget_end) {
+            return false;
+        }
+        (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10,
+                        PG_WAIT_EXTENSION);
+        ResetLatch(MyLatch);
+        CHECK_FOR_INTERRUPTS();
+    }
+}
+
+// Whether a key carries this server's node pair.
+bool own_key(Datum value, bool is_null, const snowflake::KeyWindow &window) {
+    return !is_null && (DatumGetInt64(value) & snowflake::kNodeFieldsMask) == window.node_fields;
+}
+
+// A btree index whose first column is the key itself, usable to read the key range: valid, with
+// no predicate, ascending, of the integer operator family (so that its order is bigint's and its
+// comparisons are PostgreSQL's own; a snowflake column's indexes are of it too, through the
+// type's binary cast to bigint). Returned locked and open, or null; *locked_out is set when such
+// an index stays locked past the budget.
+Relation open_key_index(Relation table, AttrNumber column, TimestampTz budget_end,
+                        bool *locked_out) {
+    List *indexes = RelationGetIndexList(table);
+    ListCell *cell;
+    foreach (cell, indexes) {
+        const Oid index_oid = lfirst_oid(cell);
+        if (!lock_within_budget(index_oid, budget_end)) {
+            *locked_out = true;
+            continue;
+        }
+        Relation index = index_open(index_oid, NoLock);
+        const Form_pg_index form = index->rd_index;
+        if (index->rd_rel->relam == BTREE_AM_OID && form->indisvalid && form->indnkeyatts >= 1 &&
+            form->indkey.values[0] == column &&
+            heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, nullptr) &&
+            index->rd_opfamily[0] == INTEGER_BTREE_FAM_OID &&
+            (index->rd_indoption[0] & INDOPTION_DESC) == 0) {
+            return index;
+        }
+        index_close(index, AccessShareLock);
+    }
+    return nullptr;
+}
+
+// The comparison of the index's operator family for the type it indexes (bigint), so that the
+// scan compares keys as the index does.
+RegProcedure index_comparison(Relation index, StrategyNumber strategy) {
+    const Oid type = index->rd_opcintype[0];
+    const Oid comparison = get_opfamily_member(index->rd_opfamily[0], type, type, strategy);
+    if (!OidIsValid(comparison)) {
+        elog(ERROR, "snowflake: operator family %u has no operator of strategy %d for type %u",
+             index->rd_opfamily[0], strategy, type);
+    }
+    return get_opcode(comparison);
+}
+
+// Walks the index from the top of a key range down to the first key of this server's pair: in
+// normal operation the range is empty, one descent of the index.
+int64 highest_own_key_in_index(Relation table, Relation index, AttrNumber column,
+                               const snowflake::KeyWindow &window, StrategyNumber lower_strategy,
+                               int64 lower, int64 upper) {
+    SnapshotData dirty;
+    InitDirtySnapshot(dirty);
+    ScanKeyData keys[2];
+    ScanKeyInit(&keys[0], 1, lower_strategy, index_comparison(index, lower_strategy),
+                Int64GetDatum(lower));
+    ScanKeyInit(&keys[1], 1, BTLessEqualStrategyNumber,
+                index_comparison(index, BTLessEqualStrategyNumber), Int64GetDatum(upper));
+    IndexScanDesc scan = snowflake_index_beginscan(table, index, &dirty, 2);
+    index_rescan(scan, keys, 2, nullptr, 0);
+    TupleTableSlot *slot = table_slot_create(table, nullptr);
+    int64 found = -1;
+    while (index_getnext_slot(scan, BackwardScanDirection, slot)) {
+        bool is_null = true;
+        const Datum value = slot_getattr(slot, column, &is_null);
+        if (own_key(value, is_null, window)) {
+            found = DatumGetInt64(value);
+            break;
+        }
+        CHECK_FOR_INTERRUPTS();
+    }
+    ExecDropSingleTupleTableSlot(slot);
+    index_endscan(scan);
+    return found;
+}
+
+// Reads every row of a table whose key no index leads.
+snowflake::FoundKeys own_keys_in_table(Relation table, AttrNumber column,
+                                       const snowflake::KeyWindow &window) {
+    SnapshotData dirty;
+    InitDirtySnapshot(dirty);
+    TableScanDesc scan = snowflake_table_beginscan(table, &dirty);
+    TupleTableSlot *slot = table_slot_create(table, nullptr);
+    snowflake::FoundKeys found;
+    for (uint64 rows = 1; table_scan_getnextslot(scan, ForwardScanDirection, slot); rows++) {
+        bool is_null = true;
+        const Datum value = slot_getattr(slot, column, &is_null);
+        if (!is_null) {
+            snowflake::note_stored_key(window, DatumGetInt64(value), &found);
+        }
+        if (rows % 4096 == 0) {
+            CHECK_FOR_INTERRUPTS();
+        }
+    }
+    ExecDropSingleTupleTableSlot(slot);
+    table_endscan(scan);
+    return found;
+}
+
+// Notes a table that stayed locked past the budget.
+void note_locked_out(DatabaseKeys *keys, Oid table) {
+    if (keys->locked_out++ == 0) {
+        const char *name = get_rel_name(table);
+        keys->first_locked_out = quote_qualified_identifier(
+            get_namespace_name(get_rel_namespace(table)), name != nullptr ? name : "(dropped)");
+    }
+}
+
+// Logs a key of this server's pair that is too far ahead to be waited for: generation stops
+// until the clock passes it or a superuser releases it (keys_floor.cpp).
+void report_key_beyond_window(int64 key, const char *source, int64 now_unix_ms) {
+    const snowflake::DecodeResult decoded = snowflake::decode(key);
+    ereport(LOG,
+            (errmsg("snowflake: key %lld of %s is %lld ms ahead of the clock, beyond "
+                    "snowflake.key_floor_max_lead (%d ms); it stops generation",
+                    static_cast<long long>(key), source,
+                    static_cast<long long>(decoded.parts.unix_ms - now_unix_ms),
+                    snowflake_key_floor_max_lead_setting),
+             errhint("It carries this server's node pair, so this server would issue an id "
+                     "equal to it when its clock reaches %s. If the clock is right, give the row "
+                     "another key or delete it, then release the key with "
+                     "snowflake_release_key(%lld); if the clock is behind, fix it.",
+                     timestamptz_to_str(snowflake::pg_us_from_unix_ms(decoded.parts.unix_ms)),
+                     static_cast<long long>(key))));
+}
+
+// Reads one column's keys of this server's pair, the table locked only meanwhile. A table
+// dropped since the listing is skipped, and so is a column dropped or of any type but bigint or
+// snowflake (or a domain over either).
+void read_column(Oid table_oid, AttrNumber column, Oid id_type, const snowflake::KeyWindow &window,
+                 int64 now_unix_ms, TimestampTz lock_budget_end, DatabaseKeys *keys) {
+    if (!lock_within_budget(table_oid, lock_budget_end)) {
+        note_locked_out(keys, table_oid);
+        return;
+    }
+    Relation table = try_relation_open(table_oid, NoLock);
+    if (table == nullptr) {
+        UnlockRelationOid(table_oid, AccessShareLock);
+        return;
+    }
+    const TupleDesc descriptor = RelationGetDescr(table);
+    if (column > descriptor->natts || TupleDescAttr(descriptor, column - 1)->attisdropped) {
+        relation_close(table, AccessShareLock);
+        return;
+    }
+    const Oid key_type = getBaseType(TupleDescAttr(descriptor, column - 1)->atttypid);
+    if (key_type != INT8OID && (!OidIsValid(id_type) || key_type != id_type)) {
+        relation_close(table, AccessShareLock);
+        return;
+    }
+    const char *table_name = quote_qualified_identifier(
+        get_namespace_name(RelationGetNamespace(table)), RelationGetRelationName(table));
+    const char *owner = GetUserNameFromId(table->rd_rel->relowner, true);
+    const char *source = psprintf(
+        "column %s of table %s (owner %s) in database \"%s\"",
+        quote_identifier(NameStr(TupleDescAttr(descriptor, column - 1)->attname)), table_name,
+        owner != nullptr ? quote_identifier(owner) : "(dropped)", get_database_name(MyDatabaseId));
+    ErrorContextCallback context{error_context_stack, read_error_context,
+                                 const_cast<char *>(table_name)};
+    error_context_stack = &context;
+    bool index_locked_out = false;
+    Relation index = open_key_index(table, column, lock_budget_end, &index_locked_out);
+    snowflake::FoundKeys found;
+    if (index != nullptr) {
+        found.in_window =
+            highest_own_key_in_index(table, index, column, window, BTGreaterEqualStrategyNumber,
+                                     window.lowest_id, window.highest_id);
+        if (window.highest_id < snowflake::kMaxId) {
+            found.beyond_window =
+                highest_own_key_in_index(table, index, column, window, BTGreaterStrategyNumber,
+                                         window.highest_id, snowflake::kMaxId);
+        }
+        index_close(index, AccessShareLock);
+    } else if (index_locked_out) {
+        note_locked_out(keys, table_oid);
+    } else {
+        found = own_keys_in_table(table, column, window);
+    }
+    error_context_stack = context.previous;
+    relation_close(table, AccessShareLock);
+    if (found.in_window > keys->in_window) {
+        keys->in_window = found.in_window;
+        keys->in_window_source = source;
+    }
+    if (found.beyond_window >= 0) {
+        report_key_beyond_window(found.beyond_window, source, now_unix_ms);
+        keys->beyond_window_columns++;
+        if (found.beyond_window > keys->beyond_window) {
+            keys->beyond_window = found.beyond_window;
+            keys->beyond_window_source = source;
+        }
+    }
+    keys->columns++;
+}
+
+// Every column of this database that may hold keys, read once each.
+DatabaseKeys read_keys(const snowflake::KeyWindow &window, int64 now_unix_ms) {
+    DatabaseKeys keys{};
+    keys.in_window = -1;
+    keys.beyond_window = -1;
+    const TimestampTz lock_budget_end = GetCurrentTimestamp() + kLockWaitBudgetMs * 1000;
+    SPI_connect();
+    const int64 nextval_oid = query_bigint(kNextvalQuery, 0, nullptr, nullptr);
+    const Oid nextval = nextval_oid < 0 ? InvalidOid : static_cast<Oid>(nextval_oid);
+    const Oid id_type = OidIsValid(nextval) ? snowflake_id_type_beside(nextval) : InvalidOid;
+    Oid oid_type[1] = {OIDOID};
+    Datum nextval_argument[1] = {ObjectIdGetDatum(nextval)};
+    if (SPI_execute_with_args(kKeyColumnsQuery, 1, oid_type, nextval_argument, nullptr, true, 0) !=
+        SPI_OK_SELECT) {
+        elog(ERROR, "snowflake: could not list the columns that may hold keys");
+    }
+    const uint64 column_count = SPI_processed;
+    auto *tables = static_cast<Oid *>(SPI_palloc(sizeof(Oid) * (column_count + 1)));
+    auto *columns = static_cast<AttrNumber *>(SPI_palloc(sizeof(AttrNumber) * (column_count + 1)));
+    for (uint64 i = 0; i < column_count; i++) {
+        bool is_null = true;
+        tables[i] = DatumGetObjectId(
+            SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &is_null));
+        columns[i] =
+            DatumGetInt16(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &is_null));
+    }
+    keys.prepared_transactions = query_bigint(kPreparedTransactionsQuery, 0, nullptr, nullptr);
+    SPI_finish();
+    for (uint64 i = 0; i < column_count; i++) {
+        read_column(tables[i], columns[i], id_type, window, now_unix_ms, lock_budget_end, &keys);
+    }
+    return keys;
+}
+
+}  // namespace
+
+DatabaseKeys snowflake_read_database_keys(const snowflake::KeyWindow &window) {
+    const int64 now_unix_ms = snowflake_wall_clock_unix_ms();
+    Oid saved_user;
+    int saved_security_context;
+    GetUserIdAndSecContext(&saved_user, &saved_security_context);
+    SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, saved_security_context |
+                                                      SECURITY_LOCAL_USERID_CHANGE |
+                                                      SECURITY_RESTRICTED_OPERATION);
+    const int guc_nest_level = NewGUCNestLevel();
+    (void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_SESSION,
+                            GUC_ACTION_SAVE, true, 0, false);
+    const DatabaseKeys keys = read_keys(window, now_unix_ms);
+    AtEOXact_GUC(false, guc_nest_level);
+    SetUserIdAndSecContext(saved_user, saved_security_context);
+    return keys;
+}

@@ -1,0 +1,32 @@
+// The read of one database's stored keys for the floor from keys (keys_read.cpp). Include only
+// after postgres.h.
+#pragma once
+
+#include <type_traits>
+
+#include "core/key_floor.hpp"
+
+// What the read of one database found. The texts live in the caller's memory context.
+struct DatabaseKeys {
+    int columns;
+    // The highest key of this server's pair in the window, or -1, and where it is stored.
+    int64 in_window;
+    const char *in_window_source;
+    // The highest key of this server's pair beyond the window, or -1, where it is stored, and how
+    // many columns hold such a key (each is logged).
+    int64 beyond_window;
+    const char *beyond_window_source;
+    int beyond_window_columns;
+    // Tables that stayed locked past the budget, and the first of them.
+    int locked_out;
+    const char *first_locked_out;
+    int64 prepared_transactions;
+};
+
+static_assert(std::is_trivially_destructible_v<DatabaseKeys>,
+              "a read's result lives across ereport calls and must own nothing");
+
+// Reads every column of the connected database that may hold keys, as the bootstrap superuser in
+// a security-restricted operation with search_path pinned. Runs in a transaction with an active
+// snapshot; the caller's settings and user are restored before it returns.
+DatabaseKeys snowflake_read_database_keys(const snowflake::KeyWindow &window);
