@@ -6,7 +6,8 @@
 # generation, 2 concurrent sessions, 3 inserts, 4 decoding, 5 a time range, 6 the core alone, 7
 # several servers, 8 converting a serial table, 9 the planner hook, 10 the snowflake type against
 # bigint (BENCH_TYPE_ROWS rows for its index, 10,000,000 unless set; a tenth of them for its sort
-# and join), 11 partition maintenance (BENCH_PARTITION_ROWS rows, 10,000,000 unless set). A
+# and join), 11 partition maintenance (BENCH_PARTITION_ROWS rows, 10,000,000 unless set), 12 the
+# first id after a start without the mark file (BENCH_FLOOR_ROWS rows, 24,000,000 unless set). A
 # backend's CPU time comes from /proc/PID/schedstat; that of pgbench's backends, which
 # have exited by the time it is read, from the children's CPU time that the postmaster collects
 # (/proc/PID/stat).
@@ -34,7 +35,7 @@ Test::More->builder->output(File::Spec->devnull);
 
 my $core_bench = shift @ARGV;
 my $repetitions = $ENV{BENCH_REPETITIONS} // 5;
-my %selected = map { $_ => 1 } split /,/, ($ENV{BENCH_CASES} // '1,2,3,4,5,6,7,8,9,10,11');
+my %selected = map { $_ => 1 } split /,/, ($ENV{BENCH_CASES} // '1,2,3,4,5,6,7,8,9,10,11,12');
 my $ceiling_ids_per_s = 4_096_000;
 my $work_dir = PostgreSQL::Test::Utils::tempdir;
 chomp(my $cores = `nproc`);
@@ -972,6 +973,60 @@ CHECKPOINT;
       [ '`snowflake_partition_table()` with one more ahead: one partition created', 'due' ]);
 }
 
+# Case 12: the first id after a start without the mark file, which waits until the keys reader has
+# read every database: a table of BENCH_FLOOR_ROWS rows (24,000,000 unless set, about 1 GB) keyed
+# by DEFAULT snowflake_nextval() with no index, read whole, then the same table with its primary
+# key, read through the index. Warm: the table stays in the operating system's cache.
+sub floor_read {
+    my ($node) = @_;
+    my $rows = $ENV{BENCH_FLOOR_ROWS} // 24_000_000;
+    $node->safe_psql('postgres', qq(
+CREATE TABLE bench_floor (id bigint DEFAULT snowflake_nextval(), pad integer);
+INSERT INTO bench_floor (pad) SELECT 1 FROM generate_series(1, $rows);
+VACUUM ANALYZE bench_floor;
+));
+    my %ms;
+    my %megabytes;
+    for my $layout ('no index', 'primary key') {
+        $node->safe_psql('postgres', 'ALTER TABLE bench_floor ADD PRIMARY KEY (id)')
+          if $layout eq 'primary key';
+        $megabytes{$layout} = $node->safe_psql('postgres',
+            q(SELECT pg_total_relation_size('bench_floor') / 1048576));
+        for my $run (1 .. $repetitions) {
+            $node->stop;
+            unlink $node->data_dir . '/snowflake_mark' or die "no mark file: $!";
+            my $offset = -s $node->logfile;
+            my $started = time;
+            $node->start;
+            $node->safe_psql('postgres', 'SELECT snowflake_nextval()');
+            push @{ $ms{$layout}{first_id} }, (time - $started) * 1000;
+            my ($read_ms) = slurp_file($node->logfile, $offset) =~
+              /the stored keys of \d+ databases were read in (\d+) ms/
+              or die 'the keys reader logged no read';
+            push @{ $ms{$layout}{read} }, $read_ms;
+        }
+    }
+    $node->safe_psql('postgres', 'DROP TABLE bench_floor');
+
+    say_out("## 12. The floor from stored keys
+
+",
+        "`bench_floor`: $rows rows of `(id bigint DEFAULT snowflake_nextval(), pad integer)`; the ",
+        "server stopped, its mark file removed and started again, $repetitions runs each, ",
+        "warm (the table in the operating system's cache), medians. \"read\" is what the keys ",
+        "reader logs; \"first id\" runs from the start of `pg_ctl start` to the first ",
+        "`snowflake_nextval()` returning.
+
+");
+    table([ 'key column', 'MB', 'read ms', 'first id ms', 'read ms per GB' ], map {
+        my $layout = $_;
+        my $read = median(@{ $ms{$layout}{read} });
+        [ $layout, $megabytes{$layout}, fmt('%.0f', $read),
+          fmt('%.0f', median(@{ $ms{$layout}{first_id} })),
+          fmt('%.0f', $read * 1024 / $megabytes{$layout}) ]
+    } 'no index', 'primary key');
+}
+
 # Runs the selected cases on one preloaded server (cases 7 and 9 start more).
 sub run_cases {
 my $started = time;
@@ -984,7 +1039,7 @@ my ($server_version) = run_command([ 'postgres', '--version' ]);
 say_out("# snowflake benchmarks\n\n",
     "Machine: $machine, $cores cores, Debian $debian, $server_version.\n\n");
 my @cases = (\&bulk_generation, \&concurrency, \&inserts, \&decoding, \&time_range, \&core,
-    \&servers, \&conversion, \&hook_cost, \&type_cost, \&partition_maintenance);
+    \&servers, \&conversion, \&hook_cost, \&type_cost, \&partition_maintenance, \&floor_read);
 for my $number (1 .. @cases) {
     $cases[ $number - 1 ]->($node) if $selected{$number};
 }
