@@ -28,8 +28,12 @@ int64_t key_floor_through_ms(const KeyWindow &window, int64_t now_unix_ms,
     return std::max(before_clock_ms, unix_ms_of_key(highest_key));
 }
 
+bool may_hold_generation(const KeyWindow &window, int64_t value) noexcept {
+    return (value & kNodeFieldsMask) == window.node_fields && value >= window.lowest_id;
+}
+
 void note_stored_key(const KeyWindow &window, int64_t value, FoundKeys *found) noexcept {
-    if ((value & kNodeFieldsMask) != window.node_fields || value < window.lowest_id) {
+    if (!may_hold_generation(window, value)) {
         return;
     }
     int64_t &highest = value <= window.highest_id ? found->in_window : found->beyond_window;

@@ -47,6 +47,10 @@ struct FoundKeys {
     int64_t beyond_window = -1;
 };
 
+// Whether a stored value is a key of this server's pair at or after the clock's millisecond, the
+// only ones a read must look at further.
+bool may_hold_generation(const KeyWindow &window, int64_t value) noexcept;
+
 // Counts one stored value: a key of this server's pair in the window or beyond it raises the
 // matching highest key; any other value (another pair's, one before the clock) changes nothing.
 void note_stored_key(const KeyWindow &window, int64_t value, FoundKeys *found) noexcept;

@@ -14,6 +14,7 @@ extern "C" {
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
+#include "utils/guc.h"
 #include "utils/syscache.h"
 #include "utils/wait_event.h"
 // get_database_name() moved from commands/dbcommands.h to utils/lsyscache.h in PostgreSQL 19.
@@ -176,3 +177,11 @@ inline TableScanDesc snowflake_table_beginscan(Relation table, Snapshot snapshot
 #ifndef DATCONNLIMIT_INVALID_DB
 #define DATCONNLIMIT_INVALID_DB (-2)
 #endif
+
+// transaction_timeout (PostgreSQL 17) set back to its default in the keys reader of a database,
+// whose defaults could end the reader with it.
+inline void snowflake_reset_transaction_timeout() {
+#if PG_VERSION_NUM >= 170000
+    SetConfigOption("transaction_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
+#endif
+}

@@ -168,24 +168,14 @@ void wait_for_clock_to_leave(SnowflakeShared *shared, int64 exhausted_unix_ms) {
         ERROR,
         (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
          errmsg("a stored key holds Snowflake id generation back until %s", until_text),
-         key >= 0 ? errdetail("After a start without the mark file, ids stay above the stored "
-                              "keys of this server's node pair; key %lld of %s is %lld ms "
-                              "ahead of the clock.",
-                              static_cast<long long>(key), source,
-                              static_cast<long long>(key_floor_ms - now_unix_ms))
-                  : errdetail("After a start without the mark file, ids stay above the stored "
-                              "keys of this server's node pair; %s could not be read, so "
-                              "the keys there count as reaching %lld ms ahead of the clock.",
-                              source, static_cast<long long>(key_floor_ms - now_unix_ms)),
-         key >= 0 ? errhint("Generation resumes by itself at %s. If the clock is right, this "
-                            "server did not issue the key: give the row another key or "
-                            "delete it, then restart the server (doc/operations.md "
-                            "\"Upgrading PostgreSQL\"). If the clock is behind, fix it.",
-                            until_text)
-                  : errhint("Generation resumes by itself at %s. Find the sessions that hold "
-                            "the tables locked in pg_locks; once they are gone, a restart of the "
-                            "server reads them again.",
-                            until_text)));
+         errdetail("After a start without the mark file, ids stay above the stored keys of this "
+                   "server's node pair; key %lld of %s is %lld ms ahead of the clock.",
+                   static_cast<long long>(key), source,
+                   static_cast<long long>(key_floor_ms - now_unix_ms)),
+         errhint("Generation resumes by itself at %s. If the clock is right, this server did not "
+                 "issue the key: give the row another key or delete it, then restart the server "
+                 "(doc/operations.md \"Upgrading PostgreSQL\"). If the clock is behind, fix it.",
+                 until_text)));
     pg_unreachable();
 }
 

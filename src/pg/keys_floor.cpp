@@ -26,6 +26,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 extern "C" {
 #include "postgres.h"
 
@@ -79,10 +81,40 @@ constexpr long kRetryMs = 5000;
 // How long a waiting call waits for a reader to claim the read before it asks for one.
 constexpr long kReaderClaimWaitMs = 1000;
 
-// keys_read_node_bits before any read since the start, and for a read while a node id was unset,
-// which reads nothing: the first call with both set reads again.
-constexpr int64 kNoReadNodeBits = -1;
+// keys_read_node_bits for a read while a node id was unset, which reads nothing: the first call
+// with both set reads again; and keys_read_pair_requested when no call asked for a pair.
 constexpr int64 kUnsetNodeBits = -2;
+constexpr int64 kNoPairRequested = -1;
+
+// The settings that a database's or the bootstrap superuser's defaults could turn against a
+// database's reader (a timeout that ends it, a deferrable serializable snapshot that waits), set
+// back to PostgreSQL's defaults in it.
+constexpr const char *kReaderSettings[][2] = {
+    {"statement_timeout", "0"},
+    {"lock_timeout", "0"},
+    {"idle_in_transaction_session_timeout", "0"},
+    {"default_transaction_isolation", "read committed"},
+    {"default_transaction_read_only", "off"},
+    {"default_transaction_deferrable", "off"},
+};
+
+// The bit of a node pair in keys_read_pairs.
+struct PairBit {
+    size_t word;
+    uint64_t mask;
+};
+
+PairBit pair_bit(int64 node_bits) {
+    const auto pair =
+        static_cast<uint64_t>(node_bits >> snowflake::kMachineShift) & (kNodePairCount - 1);
+    return {pair / 64, uint64_t{1} << (pair % 64)};
+}
+
+// Whether a read since the start was for this pair.
+bool pair_was_read(const SnowflakeShared *shared, int64 node_bits) {
+    const PairBit bit = pair_bit(node_bits);
+    return (shared->keys_read_pairs[bit.word].load() & bit.mask) != 0;
+}
 
 // Raises the generator through a millisecond and, for a key ahead of the clock, records which key
 // it was, so that a refusal can name it; the later of two records wins.
@@ -126,50 +158,11 @@ void record_read_failure(SnowflakeShared *shared, const char *failure) {
     ConditionVariableBroadcast(&shared->keys_read_changed);
 }
 
-// Warns, in the server log, that keys a read could not see count as reaching the window's end,
-// which generation is held back to.
-void warn_held_to_window_end(const char *what, const char *hint, int64 window_end_ms) {
-    ereport(WARNING, (errmsg("snowflake: %s", what),
-                      errdetail("Their keys count as reaching %s, the furthest ahead a key of this "
-                                "server's node pair may hold generation back "
-                                "(snowflake.key_floor_max_lead): ids are held back until then.",
-                                timestamptz_to_str(snowflake::pg_us_from_unix_ms(window_end_ms))),
-                      errhint("%s", hint)));
-}
-
 // Applies what the read of the connected database found: the generator is raised above its keys
-// in the window (and, for tables it could not see, through the window's end), and its highest key
-// beyond the window is kept for the end of the read.
+// in the window, and its highest key beyond the window is kept for the end of the read.
 void apply_database_keys(SnowflakeShared *shared, const DatabaseKeys &keys,
                          const snowflake::KeyWindow &window, int64 now_unix_ms) {
     const char *database = get_database_name(MyDatabaseId);
-    if (keys.locked_out > 0) {
-        const char *source =
-            keys.locked_out == 1
-                ? psprintf("table %s", keys.first_locked_out)
-                : psprintf("table %s (and %d more)", keys.first_locked_out, keys.locked_out - 1);
-        raise_floor_through(shared, window.last_unix_ms, -1, source, now_unix_ms);
-        warn_held_to_window_end(
-            psprintf("%d tables in database \"%s\" were locked by other sessions past the "
-                     "second the reads of their keys may wait; the first is %s",
-                     keys.locked_out, database, keys.first_locked_out),
-            "Generation resumes by itself then. Find the sessions that hold the locks in "
-            "pg_locks.",
-            window.last_unix_ms);
-    }
-    if (keys.prepared_transactions > 0) {
-        raise_floor_through(shared, window.last_unix_ms, -1,
-                            psprintf("the tables of %lld prepared transactions in database \"%s\"",
-                                     static_cast<long long>(keys.prepared_transactions), database),
-                            now_unix_ms);
-        warn_held_to_window_end(
-            psprintf("database \"%s\" has %lld prepared transactions, whose tables the reads of "
-                     "keys cannot see",
-                     database, static_cast<long long>(keys.prepared_transactions)),
-            "Generation resumes by itself then. Commit or roll back the prepared transactions "
-            "(pg_prepared_xacts) before a start without the mark file to avoid the wait.",
-            window.last_unix_ms);
-    }
     raise_floor_through(shared,
                         snowflake::key_floor_through_ms(window, now_unix_ms, keys.in_window),
                         keys.in_window, keys.in_window_source, now_unix_ms);
@@ -345,21 +338,58 @@ void read_database(SnowflakeShared *shared, const ListedDatabase &database) {
     }
 }
 
-// Begins a read for the node pair set now, with a window from now and nothing beyond it yet; a
-// read while a node id is unset reads nothing, and the first call once both are set reads again.
+// Reads every database, and then those created meanwhile (from a template that may be gone by
+// now), until a listing shows no database that was not read; returns how many were read.
+int read_every_database(SnowflakeShared *shared) {
+    int read_count = 0;
+    int read_room = 16;
+    auto *read = static_cast<Oid *>(palloc(sizeof(Oid) * read_room));
+    for (;;) {
+        int listed_count = 0;
+        const ListedDatabase *listed = list_databases(&listed_count);
+        bool any_new = false;
+        for (int i = 0; i < listed_count; i++) {
+            if (std::find(read, read + read_count, listed[i].oid) != read + read_count) {
+                continue;
+            }
+            any_new = true;
+            read_database(shared, listed[i]);
+            if (read_count == read_room) {
+                read_room *= 2;
+                read = static_cast<Oid *>(repalloc(read, sizeof(Oid) * read_room));
+            }
+            read[read_count++] = listed[i].oid;
+        }
+        if (!any_new) {
+            return read_count;
+        }
+    }
+}
+
+// Begins a read for the node pair a call asked for, or else the one set now, with a window from
+// now and nothing beyond it yet; a read while a node id is unset reads nothing, and the first call
+// once both are set reads again. A hold of another pair is dropped (there is room for one): that
+// pair is read again when a call has it, and the floor stays armed across restarts.
 void start_read(SnowflakeShared *shared) {
-    const snowflake::NodeResult node =
-        snowflake::make_node(snowflake_datacenter_id_setting, snowflake_machine_id_setting);
+    int64 node_bits = shared->keys_read_pair_requested.exchange(kNoPairRequested);
+    if (node_bits == kNoPairRequested) {
+        const snowflake::NodeResult node =
+            snowflake::make_node(snowflake_datacenter_id_setting, snowflake_machine_id_setting);
+        node_bits = node.status == snowflake::CodecStatus::kOk ? node.node.bits : kUnsetNodeBits;
+    }
+    if (shared->beyond_key_hold.exchange(-1) >= 0) {
+        const PairBit bit = pair_bit(shared->beyond_hold_node_bits.load());
+        shared->keys_read_pairs[bit.word].fetch_and(~bit.mask);
+        shared->keys_hold_dropped.store(true);
+    }
     SpinLockAcquire(&shared->keys_floor_lock);
     shared->beyond_key = -1;
     shared->beyond_key_columns = 0;
     shared->beyond_key_source[0] = '\0';
     SpinLockRelease(&shared->keys_floor_lock);
-    shared->beyond_key_hold.store(-1);
     shared->key_window_end_ms.store(snowflake::key_window_end(
         snowflake_wall_clock_unix_ms(), snowflake_key_floor_max_lead_setting));
-    shared->keys_read_node_bits.store(node.status == snowflake::CodecStatus::kOk ? node.node.bits
-                                                                                 : kUnsetNodeBits);
+    shared->keys_read_node_bits.store(node_bits);
 }
 
 // Ends the read: a key beyond the window, if any, stops generation from now on, and the calls
@@ -382,6 +412,7 @@ void finish_read(SnowflakeShared *shared, int databases, TimestampTz started) {
                              "nothing back",
                              static_cast<long long>(beyond_key), beyond_source)));
     } else if (beyond_key >= 0) {
+        shared->beyond_hold_node_bits.store(shared->keys_read_node_bits.load());
         shared->beyond_key_hold.store(beyond_key);
         ereport(WARNING,
                 (errmsg("snowflake: key %lld of %s is beyond snowflake.key_floor_max_lead: "
@@ -393,8 +424,13 @@ void finish_read(SnowflakeShared *shared, int databases, TimestampTz started) {
                  errhint("If the clock is right, give the rows another key or delete them, then "
                          "run SELECT snowflake_release_key(%lld); if the clock is behind, fix it.",
                          static_cast<long long>(beyond_key))));
-    } else if (shared->keys_read_node_bits.load() != kUnsetNodeBits) {
+    } else if (shared->keys_read_node_bits.load() != kUnsetNodeBits &&
+               !shared->keys_hold_dropped.load()) {
         remove_keys_unchecked_file();
+    }
+    if (shared->keys_read_node_bits.load() != kUnsetNodeBits) {
+        const PairBit bit = pair_bit(shared->keys_read_node_bits.load());
+        shared->keys_read_pairs[bit.word].fetch_or(bit.mask);
     }
     ereport(LOG, (errmsg("snowflake: the stored keys of %d databases were read in %ld ms after a "
                          "start without the mark file; ids are issued from now on",
@@ -462,9 +498,9 @@ void refuse_while_read_fails(SnowflakeShared *shared) {
 // A key beyond the window stops generation until the clock leaves its millisecond; from then on
 // the generator is raised through it, so that a clock that steps back again cannot reach it, and
 // the key is let go as if released.
-void refuse_while_beyond_key_stops(SnowflakeShared *shared) {
+void refuse_while_beyond_key_stops(SnowflakeShared *shared, snowflake::Node node) {
     const int64 key = shared->beyond_key_hold.load();
-    if (key < 0) {
+    if (key < 0 || shared->beyond_hold_node_bits.load() != node.bits) {
         return;
     }
     const int64 now_unix_ms = snowflake_wall_clock_unix_ms();
@@ -502,20 +538,23 @@ void refuse_while_beyond_key_stops(SnowflakeShared *shared) {
                      until_text, static_cast<long long>(key))));
 }
 
-// The keys a read found are those of the pair set when it began: once a reload has set another
-// (or set one where none was), the keys are read again for it before the next id.
-void rearm_for_another_pair(SnowflakeShared *shared, snowflake::Node node) {
-    const int64 read_bits = shared->keys_read_node_bits.load();
-    if (read_bits == kNoReadNodeBits || read_bits == node.bits ||
-        shared->keys_floor_pending.load()) {
+// The keys a read found are those of the pair it was for: a call with a pair that no read since
+// the start was for (a reload set another, or set one where none was) asks for a read of its own.
+void request_read_of(SnowflakeShared *shared, snowflake::Node node) {
+    if (shared->keys_floor_pending.load()) {
         return;
     }
-    bool pending = false;
+    shared->keys_read_pair_requested.store(node.bits);
     shared->keys_floor_armed_at.store(GetCurrentTimestamp());
+    bool pending = false;
     if (shared->keys_floor_pending.compare_exchange_strong(pending, true)) {
         create_keys_unchecked_file();
-        ereport(LOG, (errmsg("snowflake: the node ids changed since the stored keys were read; "
-                             "they are read again for the new pair before the next id")));
+        ereport(LOG, (errmsg("snowflake: the stored keys are read for node pair (%lld, %lld), "
+                             "which no read since the start was for, before its next id",
+                             static_cast<long long>(node.bits >> snowflake::kDatacenterShift) &
+                                 snowflake::kMaxDatacenterId,
+                             static_cast<long long>(node.bits >> snowflake::kMachineShift) &
+                                 snowflake::kMaxMachineId)));
     }
 }
 
@@ -525,6 +564,7 @@ void snowflake_arm_keys_floor(SnowflakeShared *shared, bool mark_file_missing) {
     shared->keys_floor_armed_at.store(GetCurrentTimestamp());
     if (mark_file_missing) {
         create_keys_unchecked_file();
+        shared->keys_floor_armed.store(true, std::memory_order_relaxed);
         shared->keys_floor_pending.store(true, std::memory_order_relaxed);
         ereport(LOG,
                 (errmsg("snowflake mark file \"%s\" not found", kMarkFileName),
@@ -537,6 +577,7 @@ void snowflake_arm_keys_floor(SnowflakeShared *shared, bool mark_file_missing) {
         return;
     }
     if (access(kKeysUncheckedFileName, F_OK) == 0) {
+        shared->keys_floor_armed.store(true, std::memory_order_relaxed);
         shared->keys_floor_pending.store(true, std::memory_order_relaxed);
         ereport(LOG, (errmsg("snowflake: \"%s\" is present: no id is issued until the stored keys "
                              "of every database were read, since no read of them all has ended "
@@ -565,13 +606,8 @@ void snowflake_keys_reader_main(Datum) {
     pgstat_report_activity(STATE_RUNNING, "reading the stored keys of every database");
     const TimestampTz started = GetCurrentTimestamp();
     start_read(shared);
-    int count = 0;
-    if (shared->keys_read_node_bits.load() != kUnsetNodeBits) {
-        const ListedDatabase *databases = list_databases(&count);
-        for (int i = 0; i < count; i++) {
-            read_database(shared, databases[i]);
-        }
-    }
+    const int count =
+        shared->keys_read_node_bits.load() != kUnsetNodeBits ? read_every_database(shared) : 0;
     finish_read(shared, count, started);
     proc_exit(0);
 }
@@ -584,6 +620,10 @@ void snowflake_database_keys_reader_main(Datum main_arg) {
     SnowflakeShared *shared = snowflake_shared;
     const Oid database = DatumGetObjectId(main_arg);
     BackgroundWorkerInitializeConnectionByOid(database, InvalidOid, BGWORKER_BYPASS_ALLOWCONN);
+    for (const auto &setting : kReaderSettings) {
+        SetConfigOption(setting[0], setting[1], PGC_SUSET, PGC_S_OVERRIDE);
+    }
+    snowflake_reset_transaction_timeout();
     pgstat_report_activity(STATE_RUNNING, "reading the stored keys of this database");
     SetCurrentStatementStartTimestamp();
     StartTransactionCommand();
@@ -617,29 +657,39 @@ void snowflake_database_keys_reader_main(Datum main_arg) {
 }
 
 void snowflake_await_keys_floor(SnowflakeShared *shared, snowflake::Node node) {
-    rearm_for_another_pair(shared, node);
-    if (shared->keys_floor_pending.load()) {
-        refuse_without_postmaster();
-        while (shared->keys_floor_pending.load()) {
-            refuse_while_read_fails(shared);
-            if (GetCurrentTimestamp() >=
-                shared->keys_floor_armed_at.load() + kReaderClaimWaitMs * 1000) {
-                request_reader(shared);
+    if (!shared->keys_floor_armed.load()) {
+        return;
+    }
+    bool waited = false;
+    for (;;) {
+        if (!shared->keys_floor_pending.load()) {
+            if (pair_was_read(shared, node.bits)) {
+                break;
             }
-            (void)ConditionVariableTimedSleep(&shared->keys_read_changed, kReaderClaimWaitMs,
-                                              snowflake_wait_event("SnowflakeKeysRead"));
-            rearm_for_another_pair(shared, node);
+            request_read_of(shared, node);
         }
+        refuse_without_postmaster();
+        refuse_while_read_fails(shared);
+        if (GetCurrentTimestamp() >=
+            shared->keys_floor_armed_at.load() + kReaderClaimWaitMs * 1000) {
+            request_reader(shared);
+        }
+        (void)ConditionVariableTimedSleep(&shared->keys_read_changed, kReaderClaimWaitMs,
+                                          snowflake_wait_event("SnowflakeKeysRead"));
+        waited = true;
+    }
+    if (waited) {
         ConditionVariableCancelSleep();
     }
-    refuse_while_beyond_key_stops(shared);
+    refuse_while_beyond_key_stops(shared, node);
 }
 
 bool snowflake_keys_floor_holds_generation(SnowflakeShared *shared) {
     const int64 key_floor_ms = shared->key_floor_ms.load();
     const snowflake::LastIssued last = snowflake::last_issued(shared->generator);
     const bool held_by_key = key_floor_ms != 0 && last.any && last.unix_ms == key_floor_ms;
-    if (!held_by_key && shared->beyond_key_hold.load() < 0 && !shared->keys_floor_pending.load()) {
+    if (!held_by_key && shared->beyond_key_hold.load() < 0 && !shared->keys_floor_pending.load() &&
+        !shared->keys_hold_dropped.load()) {
         return false;
     }
     create_keys_unchecked_file();
@@ -663,8 +713,8 @@ Datum snowflake_release_key(PG_FUNCTION_ARGS) {
         snowflake_report_not_preloaded("The keys that stop generation are kept in shared memory.");
     }
     const int64 key = PG_GETARG_INT64(0);
-    int64 held = key;
-    if (key < 0 || !shared->beyond_key_hold.compare_exchange_strong(held, -1)) {
+    int64 held = shared->beyond_key_hold.load();
+    if (key < 0 || held != key || !shared->beyond_key_hold.compare_exchange_strong(held, -1)) {
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("key %lld does not stop Snowflake id generation",
                                static_cast<long long>(key)),

@@ -22,7 +22,7 @@ void snowflake_await_keys_floor(SnowflakeShared *shared, snowflake::Node node);
 // that the next start reads the keys afresh.
 bool snowflake_keys_floor_holds_generation(SnowflakeShared *shared);
 
-// The key that raised the generator ahead of the clock (-1 for tables that could not be read)
-// and where it is stored, for a refusal that names it.
+// The key that raised the generator ahead of the clock and where it is stored, for a refusal that
+// names it.
 void snowflake_describe_key_floor(const SnowflakeShared *shared, int64 *key, char *source,
                                   size_t source_size);

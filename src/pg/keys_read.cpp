@@ -4,12 +4,15 @@
 // with where it is stored (doc/operations.md "Upgrading PostgreSQL" and "Guarantees").
 //
 // The keys are read without the planner or the executor: an index scan of a btree index led by
-// the column, or a scan of the table, with a dirty snapshot (so that rows of transactions in
-// progress or prepared count too). So no privilege, row-level security policy, index predicate or
-// expression, statistics object or trigger of any role runs or is consulted, and none can hide a
-// key or fail the read. Each table is locked only while it is read. Lock waits share one short,
-// cancellable budget; a table (or its index) locked past it counts as holding keys up to the end
-// of the window, which bounds how long a role that keeps its tables locked holds generation back.
+// the column, or a scan of the table. Every row version is looked at, and a key counts if its row
+// is visible to the snapshot the read of the database began with (one for every table, so that a
+// row that an UPDATE moves from a table not yet read into one already read is seen where it was)
+// or to a dirty snapshot when it is read (so that rows of transactions in progress or prepared
+// count too). So no privilege, row-level security policy, index predicate or expression,
+// statistics object or trigger of any role runs or is consulted, and none can hide a key or fail
+// the read. Each table is locked only while it is read. Lock waits share one short, cancellable
+// budget; a table (or its index) locked past it fails the read of the database, which is tried
+// again later: its keys cannot be known.
 
 extern "C" {
 #include "postgres.h"
@@ -52,7 +55,7 @@ extern "C" {
 namespace {
 
 // How long the reads of one database wait in all for tables (and indexes) that other sessions
-// hold locked, before each such table counts as holding keys up to the end of the window.
+// hold locked, before the read of the database fails, to be tried again.
 constexpr long kLockWaitBudgetMs = 1000;
 
 // The columns that may hold keys, each as a table and its attribute number: a column whose
@@ -94,7 +97,7 @@ constexpr char kKeyColumnsQuery[] =
     " ORDER BY 1, 2";
 
 // The prepared transactions of this database: a table, column, default or index they created is
-// in no catalog a read can see, so their keys count as reaching the end of the window.
+// in no catalog a read can see, so the read waits until none is left.
 constexpr char kPreparedTransactionsQuery[] =
     "SELECT pg_catalog.count(*) FROM pg_catalog.pg_prepared_xacts "
     "WHERE database OPERATOR(pg_catalog.=) pg_catalog.current_database()";
@@ -153,19 +156,39 @@ bool own_key(Datum value, bool is_null, const snowflake::KeyWindow &window) {
     return !is_null && (DatumGetInt64(value) & snowflake::kNodeFieldsMask) == window.node_fields;
 }
 
+// Whether the row version in the slot counts: visible to the snapshot the read began with, or to
+// a dirty snapshot now.
+bool row_counts(Relation table, TupleTableSlot *slot, Snapshot read_start) {
+    SnapshotData dirty;
+    InitDirtySnapshot(dirty);
+    return table_tuple_satisfies_snapshot(table, slot, read_start) ||
+           table_tuple_satisfies_snapshot(table, slot, &dirty);
+}
+
+// A table that stayed locked past the budget fails the read of the database: the keys in it
+// cannot be known, and the read is tried again.
+[[noreturn]] void report_locked(Oid table) {
+    const char *name = get_rel_name(table);
+    ereport(ERROR,
+            (errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+             errmsg("table %s is locked by another session",
+                    quote_qualified_identifier(get_namespace_name(get_rel_namespace(table)),
+                                               name != nullptr ? name : "(dropped)")),
+             errhint("Find the session that holds it in pg_locks and end its transaction.")));
+    pg_unreachable();
+}
+
 // A btree index whose first column is the key itself, usable to read the key range: valid, with
 // no predicate, ascending, of the integer operator family (so that its order is bigint's and its
 // comparisons are PostgreSQL's own; a snowflake column's indexes are of it too, through the
-// type's binary cast to bigint). Returned locked and open, or null; *locked_out is set when such
-// an index stays locked past the budget.
-Relation open_key_index(Relation table, AttrNumber column, TimestampTz budget_end,
-                        bool *locked_out) {
+// type's binary cast to bigint). Returned locked and open, or null.
+Relation open_key_index(Relation table, AttrNumber column, TimestampTz budget_end) {
     List *indexes = RelationGetIndexList(table);
     ListCell *cell;
     foreach (cell, indexes) {
         const Oid index_oid = lfirst_oid(cell);
+        // A table scan serves where an index stays locked.
         if (!lock_within_budget(index_oid, budget_end)) {
-            *locked_out = true;
             continue;
         }
         Relation index = index_open(index_oid, NoLock);
@@ -197,23 +220,21 @@ RegProcedure index_comparison(Relation index, StrategyNumber strategy) {
 // Walks the index from the top of a key range down to the first key of this server's pair: in
 // normal operation the range is empty, one descent of the index.
 int64 highest_own_key_in_index(Relation table, Relation index, AttrNumber column,
-                               const snowflake::KeyWindow &window, StrategyNumber lower_strategy,
-                               int64 lower, int64 upper) {
-    SnapshotData dirty;
-    InitDirtySnapshot(dirty);
+                               const snowflake::KeyWindow &window, Snapshot read_start,
+                               StrategyNumber lower_strategy, int64 lower, int64 upper) {
     ScanKeyData keys[2];
     ScanKeyInit(&keys[0], 1, lower_strategy, index_comparison(index, lower_strategy),
                 Int64GetDatum(lower));
     ScanKeyInit(&keys[1], 1, BTLessEqualStrategyNumber,
                 index_comparison(index, BTLessEqualStrategyNumber), Int64GetDatum(upper));
-    IndexScanDesc scan = snowflake_index_beginscan(table, index, &dirty, 2);
+    IndexScanDesc scan = snowflake_index_beginscan(table, index, SnapshotAny, 2);
     index_rescan(scan, keys, 2, nullptr, 0);
     TupleTableSlot *slot = table_slot_create(table, nullptr);
     int64 found = -1;
     while (index_getnext_slot(scan, BackwardScanDirection, slot)) {
         bool is_null = true;
         const Datum value = slot_getattr(slot, column, &is_null);
-        if (own_key(value, is_null, window)) {
+        if (own_key(value, is_null, window) && row_counts(table, slot, read_start)) {
             found = DatumGetInt64(value);
             break;
         }
@@ -226,16 +247,15 @@ int64 highest_own_key_in_index(Relation table, Relation index, AttrNumber column
 
 // Reads every row of a table whose key no index leads.
 snowflake::FoundKeys own_keys_in_table(Relation table, AttrNumber column,
-                                       const snowflake::KeyWindow &window) {
-    SnapshotData dirty;
-    InitDirtySnapshot(dirty);
-    TableScanDesc scan = snowflake_table_beginscan(table, &dirty);
+                                       const snowflake::KeyWindow &window, Snapshot read_start) {
+    TableScanDesc scan = snowflake_table_beginscan(table, SnapshotAny);
     TupleTableSlot *slot = table_slot_create(table, nullptr);
     snowflake::FoundKeys found;
     for (uint64 rows = 1; table_scan_getnextslot(scan, ForwardScanDirection, slot); rows++) {
         bool is_null = true;
         const Datum value = slot_getattr(slot, column, &is_null);
-        if (!is_null) {
+        if (!is_null && snowflake::may_hold_generation(window, DatumGetInt64(value)) &&
+            row_counts(table, slot, read_start)) {
             snowflake::note_stored_key(window, DatumGetInt64(value), &found);
         }
         if (rows % 4096 == 0) {
@@ -245,15 +265,6 @@ snowflake::FoundKeys own_keys_in_table(Relation table, AttrNumber column,
     ExecDropSingleTupleTableSlot(slot);
     table_endscan(scan);
     return found;
-}
-
-// Notes a table that stayed locked past the budget.
-void note_locked_out(DatabaseKeys *keys, Oid table) {
-    if (keys->locked_out++ == 0) {
-        const char *name = get_rel_name(table);
-        keys->first_locked_out = quote_qualified_identifier(
-            get_namespace_name(get_rel_namespace(table)), name != nullptr ? name : "(dropped)");
-    }
 }
 
 // Logs a key of this server's pair that is too far ahead to be waited for: generation stops
@@ -278,10 +289,10 @@ void report_key_beyond_window(int64 key, const char *source, int64 now_unix_ms) 
 // dropped since the listing is skipped, and so is a column dropped or of any type but bigint or
 // snowflake (or a domain over either).
 void read_column(Oid table_oid, AttrNumber column, Oid id_type, const snowflake::KeyWindow &window,
-                 int64 now_unix_ms, TimestampTz lock_budget_end, DatabaseKeys *keys) {
+                 int64 now_unix_ms, Snapshot read_start, TimestampTz lock_budget_end,
+                 DatabaseKeys *keys) {
     if (!lock_within_budget(table_oid, lock_budget_end)) {
-        note_locked_out(keys, table_oid);
-        return;
+        report_locked(table_oid);
     }
     Relation table = try_relation_open(table_oid, NoLock);
     if (table == nullptr) {
@@ -308,23 +319,20 @@ void read_column(Oid table_oid, AttrNumber column, Oid id_type, const snowflake:
     ErrorContextCallback context{error_context_stack, read_error_context,
                                  const_cast<char *>(table_name)};
     error_context_stack = &context;
-    bool index_locked_out = false;
-    Relation index = open_key_index(table, column, lock_budget_end, &index_locked_out);
+    Relation index = open_key_index(table, column, lock_budget_end);
     snowflake::FoundKeys found;
     if (index != nullptr) {
-        found.in_window =
-            highest_own_key_in_index(table, index, column, window, BTGreaterEqualStrategyNumber,
-                                     window.lowest_id, window.highest_id);
+        found.in_window = highest_own_key_in_index(table, index, column, window, read_start,
+                                                   BTGreaterEqualStrategyNumber, window.lowest_id,
+                                                   window.highest_id);
         if (window.highest_id < snowflake::kMaxId) {
-            found.beyond_window =
-                highest_own_key_in_index(table, index, column, window, BTGreaterStrategyNumber,
-                                         window.highest_id, snowflake::kMaxId);
+            found.beyond_window = highest_own_key_in_index(table, index, column, window, read_start,
+                                                           BTGreaterStrategyNumber,
+                                                           window.highest_id, snowflake::kMaxId);
         }
         index_close(index, AccessShareLock);
-    } else if (index_locked_out) {
-        note_locked_out(keys, table_oid);
     } else {
-        found = own_keys_in_table(table, column, window);
+        found = own_keys_in_table(table, column, window, read_start);
     }
     error_context_stack = context.previous;
     relation_close(table, AccessShareLock);
@@ -349,6 +357,7 @@ DatabaseKeys read_keys(const snowflake::KeyWindow &window, int64 now_unix_ms) {
     keys.in_window = -1;
     keys.beyond_window = -1;
     const TimestampTz lock_budget_end = GetCurrentTimestamp() + kLockWaitBudgetMs * 1000;
+    const Snapshot read_start = RegisterSnapshot(GetTransactionSnapshot());
     SPI_connect();
     const int64 nextval_oid = query_bigint(kNextvalQuery, 0, nullptr, nullptr);
     const Oid nextval = nextval_oid < 0 ? InvalidOid : static_cast<Oid>(nextval_oid);
@@ -369,11 +378,23 @@ DatabaseKeys read_keys(const snowflake::KeyWindow &window, int64 now_unix_ms) {
         columns[i] =
             DatumGetInt16(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &is_null));
     }
-    keys.prepared_transactions = query_bigint(kPreparedTransactionsQuery, 0, nullptr, nullptr);
+    const int64 prepared_transactions =
+        query_bigint(kPreparedTransactionsQuery, 0, nullptr, nullptr);
     SPI_finish();
-    for (uint64 i = 0; i < column_count; i++) {
-        read_column(tables[i], columns[i], id_type, window, now_unix_ms, lock_budget_end, &keys);
+    if (prepared_transactions > 0) {
+        ereport(
+            ERROR,
+            (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+             errmsg("database \"%s\" has %lld prepared transactions, whose new tables the read "
+                    "of keys cannot see",
+                    get_database_name(MyDatabaseId), static_cast<long long>(prepared_transactions)),
+             errhint("Commit or roll back the prepared transactions (pg_prepared_xacts).")));
     }
+    for (uint64 i = 0; i < column_count; i++) {
+        read_column(tables[i], columns[i], id_type, window, now_unix_ms, read_start,
+                    lock_budget_end, &keys);
+    }
+    UnregisterSnapshot(read_start);
     return keys;
 }
 

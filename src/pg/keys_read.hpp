@@ -17,10 +17,6 @@ struct DatabaseKeys {
     int64 beyond_window;
     const char *beyond_window_source;
     int beyond_window_columns;
-    // Tables that stayed locked past the budget, and the first of them.
-    int locked_out;
-    const char *first_locked_out;
-    int64 prepared_transactions;
 };
 
 static_assert(std::is_trivially_destructible_v<DatabaseKeys>,
@@ -28,5 +24,6 @@ static_assert(std::is_trivially_destructible_v<DatabaseKeys>,
 
 // Reads every column of the connected database that may hold keys, as the bootstrap superuser in
 // a security-restricted operation with search_path pinned. Runs in a transaction with an active
-// snapshot; the caller's settings and user are restored before it returns.
+// snapshot; the caller's settings and user are restored before it returns. A table or index
+// locked past a second, or a prepared transaction, fails the read with an error that names it.
 DatabaseKeys snowflake_read_database_keys(const snowflake::KeyWindow &window);

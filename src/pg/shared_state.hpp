@@ -34,8 +34,11 @@ enum class MarkFileState : uint32_t {
     kUnreadable,      // present but could not be read; mark_file_errno says why
 };
 
-// Room for the database, table, column and owner of a key that holds generation back.
-inline constexpr size_t kKeySourceBytes = 5 * NAMEDATALEN + 64;
+// Room for the database, table, column and owner of a key that holds generation back, each
+// quoted (a name of quotes doubles in length).
+inline constexpr size_t kKeySourceBytes = 1024;
+// How many node pairs the layout has: 32 datacenters of 32 machines.
+inline constexpr size_t kNodePairCount = 1024;
 // Room for why the read of a database's keys failed.
 inline constexpr size_t kReadFailureBytes = 512;
 
@@ -63,6 +66,8 @@ struct SnowflakeShared {
     // complete: no id is issued until a background worker has read the keys of every database
     // and cleared it (keys_floor.cpp).
     std::atomic<bool> keys_floor_pending{false};
+    // Whether the floor from keys was armed at this start at all.
+    std::atomic<bool> keys_floor_armed{false};
     // The file that marked this start as one from a backup (restored_copy.cpp), or empty, and
     // the node ids then: a warning lasts until they change.
     char started_by[16] = {};
@@ -78,12 +83,18 @@ struct SnowflakeShared {
     // The end of the window of stored keys that may raise the generator, fixed when the read
     // begins (core/key_floor.hpp), or 0 before it.
     std::atomic<int64_t> key_window_end_ms{0};
-    // The key beyond the window that stops generation, set when the read ends, or -1: cleared by
-    // snowflake_release_key() or passed by the clock (keys_floor.cpp).
+    // The key beyond the window that stops generation for the node bits beside it, set when the
+    // read ends, or -1: cleared by snowflake_release_key() or passed by the clock, or dropped by a
+    // read for another pair, which keeps the floor armed across restarts (keys_floor.cpp).
     std::atomic<int64_t> beyond_key_hold{-1};
-    // The node bits of this server's pair that the last read began with, -2 if a node id was
-    // unset then, -1 before any read: a call with another pair reads the keys again.
-    std::atomic<int64_t> keys_read_node_bits{-1};
+    std::atomic<int64_t> beyond_hold_node_bits{0};
+    std::atomic<bool> keys_hold_dropped{false};
+    // The node bits of the read under way or last done (-2 if a node id was unset then), the pair
+    // a call asked the next read for (-1: the one set), and one bit per node pair read since the
+    // start: a call with a pair not read asks for a read of its own.
+    std::atomic<int64_t> keys_read_node_bits{-2};
+    std::atomic<int64_t> keys_read_pair_requested{-1};
+    std::atomic<uint64_t> keys_read_pairs[kNodePairCount / 64] = {};
     // The one process that reads the keys (the launcher of the readers), and whether a backend
     // already asked the postmaster to start one because none had begun.
     std::atomic<bool> keys_reader_claimed{false};

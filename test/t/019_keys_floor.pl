@@ -330,36 +330,72 @@ is($node->safe_psql('postgres', qq(
 SELECT min(id) > $typed_max, count(*) FROM "Odd Schema".typed WHERE note = 'after')),
     't|5000', 'once the clock passes them, every new id is above them');
 
-# Tables and an index their owner keeps locked hold generation back for the window at most, all
-# of them within one short wait, with a warning that counts them.
+# Tables that their owner keeps locked stop generation until the locks are gone: the read of
+# their database waits a second for them in all, then fails, names the first, and is tried again
+# every 5 s; an index kept locked is read around (the table is read whole). Callers whose
+# statement_timeout ends first do not restart the read.
 set_and_reload($node, 'snowflake.key_floor_max_lead', '3s');
 $offset = restart_unread();
 my $locker = $node->background_psql('postgres');
 $locker->query_safe(q(SET ROLE alice; BEGIN;
 LOCK TABLE "Odd Schema".hostile, "Odd Schema".base, "Odd Schema".others IN ACCESS EXCLUSIVE MODE;
 REINDEX INDEX "Odd Schema"."tenant rows_pkey"));
-# The read waits a second for the locks, and callers whose statement_timeout ends first do not
-# restart it.
 read_keys_now();
 for my $call (1 .. 3) {
     like(error_of($node, "SET statement_timeout = '200ms'; SELECT snowflake_nextval()"),
         qr/57014: canceling statement due to statement timeout/,
         "call $call, waiting for the read, ends at its statement_timeout");
 }
-my ($ret, $stdout, $stderr) =
-  $node->psql('postgres', "\\set VERBOSITY verbose\nSELECT snowflake_nextval()");
-like($stderr, qr/ERROR:  55000: a stored key holds .*\n.*table "Odd Schema"\..+ \(and 4 more\) could not be read/,
-    'tables kept locked, and one whose index is, hold generation back, saying why');
-ok($node->log_contains(
-        qr/WARNING:  snowflake: 5 tables in database "postgres" were locked by other sessions past the second/,
-        $offset),
-    'and the server log counts them in a warning');
-my @locked_reads = slurp_file($node->logfile, $offset) =~ /the stored keys of [1-9]\d* databases were read/g;
-is(scalar @locked_reads, 1, 'the timed-out calls did not restart the read');
+my $locked = error_of($node, 'SELECT snowflake_nextval()');
+like($locked,
+    qr/ERROR:  55000: Snowflake id generation waits for the stored keys to be read .*the read failed\nDETAIL:  reading database "postgres": table "Odd Schema"\.(hostile|base|others) is locked by another session\./,
+    'tables kept locked stop generation, naming the first');
+like($locked, qr/HINT:  .*retried every 5 s/, 'and the read is retried');
 $locker->query_safe('COMMIT');
 $locker->quit;
 ok($node->poll_query_until('postgres', 'SELECT snowflake_nextval() > 0'),
-    'generation resumes by itself once the window has passed');
+    'generation resumes once the locks are gone and the window has passed');
+my @locked_reads = slurp_file($node->logfile, $offset) =~ /the stored keys of [1-9]\d* databases were read/g;
+is(scalar @locked_reads, 1, 'one read, which the timed-out calls did not restart');
+
+# A row that an UPDATE moves, while the database is read, from a table not yet read into one
+# already read is seen where it was: the read of a database sees every table as it began. The
+# read is held at the second partition by a lock that the moving session takes and keeps until it
+# commits; the key, two days ahead, stops generation.
+$node->safe_psql('postgres', q(SET ROLE alice;
+CREATE TABLE "Odd Schema".moved (id bigint NOT NULL DEFAULT snowflake_nextval(), part integer)
+    PARTITION BY LIST (part);
+CREATE TABLE "Odd Schema".moved_1 PARTITION OF "Odd Schema".moved FOR VALUES IN (1);
+CREATE TABLE "Odd Schema".moved_2 PARTITION OF "Odd Schema".moved FOR VALUES IN (2)));
+my $moved_key = $node->safe_psql('postgres', q(SET ROLE alice;
+INSERT INTO "Odd Schema".moved VALUES (snowflake_encode(now() + interval '2 days', 3, 4, 0), 2)
+RETURNING id));
+set_and_reload($node, 'snowflake.key_floor_max_lead', '1min');
+restart_unread();
+my $mover = $node->background_psql('postgres');
+$mover->query_safe(q(SET ROLE alice; BEGIN;
+LOCK TABLE "Odd Schema".moved_2 IN ACCESS EXCLUSIVE MODE));
+read_keys_now();
+my $waiting_call = start_statement($node, 'postgres',
+    "SET statement_timeout = '5s'; SELECT snowflake_nextval()");
+ok($node->poll_query_until('postgres', q(
+SELECT count(*) > 0 FROM pg_stat_activity
+WHERE backend_type = 'snowflake keys reader' AND datname = 'postgres'
+  AND wait_event_type = 'Extension')), 'the read waits for the second partition');
+$mover->query_safe(qq(UPDATE "Odd Schema".moved SET part = 1 WHERE id = $moved_key; COMMIT));
+$mover->quit;
+eval { finish_statement($waiting_call) };
+my $moved_error;
+for (1 .. 100) {
+    $moved_error = error_of($node, 'SELECT snowflake_nextval()');
+    last if $moved_error !~ /the read failed|57014/;
+    sleep 1;
+}
+like($moved_error,
+    qr/DETAIL:  .*Key $moved_key of column id of table "Odd Schema"\.moved_[12] \(owner alice\)/,
+    'the key moved between the partitions during the read stops generation');
+$node->safe_psql('postgres', qq(DELETE FROM "Odd Schema".moved WHERE id = $moved_key));
+restart(0);
 
 # A key of a transaction still in progress counts: it may yet be committed.
 set_and_reload($node, 'snowflake.key_floor_max_lead', '1min');
@@ -389,26 +425,30 @@ ok(!$node->log_contains(qr/out of shared memory/, $offset), 'without running out
 is($node->safe_psql('postgres', q(SELECT rolsuper FROM pg_roles WHERE rolname = 'alice')), 'f',
     'no read ran the index predicate that would make alice a superuser');
 
-# A table created by a prepared transaction is in no catalog a read can see: its keys count as
-# reaching the end of the window, and none of them is issued again.
-set_and_reload($node, 'snowflake.key_floor_max_lead', '3s');
+# A table created by a prepared transaction is in no catalog a read can see: the read of its
+# database fails, naming the prepared transactions, until they are gone; then none of their keys
+# is issued again.
+set_and_reload($node, 'snowflake.key_floor_max_lead', '1min');
 $node->safe_psql('postgres', q(SET ROLE alice; BEGIN;
 CREATE TABLE "Odd Schema".unseen (id bigint PRIMARY KEY DEFAULT snowflake_nextval());
 INSERT INTO "Odd Schema".unseen
-    SELECT snowflake_encode(now() + interval '2500 ms', 3, 4, s) FROM generate_series(0, 4095) AS s;
+    SELECT snowflake_encode(now() + interval '20 s', 3, 4, s) FROM generate_series(0, 4095) AS s;
 PREPARE TRANSACTION 'unseen'));
-$offset = restart(1);
-($ret, $stdout, $stderr) =
-  $node->psql('postgres', "\\set VERBOSITY verbose\nSELECT snowflake_nextval()");
-like($stderr, qr/ERROR:  55000: a stored key holds .*\n.*the tables of 1 prepared transactions in database "postgres" could not be read/,
-    'a prepared transaction holds generation back for the window');
-ok($node->log_contains(
-        qr/WARNING:  snowflake: database "postgres" has 1 prepared transactions, whose tables the reads of keys cannot see/,
-        $offset),
-    'and is named in a warning in the server log');
+restart(1);
+like(error_of($node, 'SELECT snowflake_nextval()'),
+    qr/ERROR:  55000: .*the read failed\nDETAIL:  reading database "postgres": database "postgres" has 1 prepared transactions, whose new tables the read of keys cannot see\./,
+    'a prepared transaction stops generation, named');
 $node->safe_psql('postgres', "COMMIT PREPARED 'unseen'");
+my $unseen_error;
+for (1 .. 100) {
+    $unseen_error = error_of($node, 'SELECT snowflake_nextval()');
+    last if $unseen_error !~ /the read failed/;
+    sleep 1;
+}
+like($unseen_error, qr/DETAIL:  .*of column id of table "Odd Schema"\.unseen/,
+    'once it is committed, the read finds its keys');
 ok($node->poll_query_until('postgres', 'SELECT snowflake_nextval() > 0'),
-    'generation resumes once the window has passed');
+    'generation resumes once the clock has passed them');
 $node->safe_psql('postgres', q(SET ROLE alice;
 INSERT INTO "Odd Schema".unseen SELECT FROM generate_series(1, 5000)));
 is($node->safe_psql('postgres', 'SELECT count(*) FROM "Odd Schema".unseen'), '9096',
@@ -472,6 +512,23 @@ ok($node->poll_query_until('second', 'SELECT snowflake_nextval() > 0'),
 $node->safe_psql('second', 'INSERT INTO queue SELECT FROM generate_series(1, 20000)');
 is($node->safe_psql('second', "SELECT count(*) FROM queue WHERE id <= $app_max"), '0',
     'every id the other database took is above the keys of the first');
+
+# A database's defaults cannot stall its reader: here they ask for a deferrable serializable
+# read-only snapshot, which waits while a serializable transaction writes.
+$node->safe_psql('postgres', q(
+ALTER DATABASE second SET default_transaction_isolation = 'serializable';
+ALTER DATABASE second SET default_transaction_read_only = on;
+ALTER DATABASE second SET default_transaction_deferrable = on));
+restart_unread();
+my $serializable = $node->background_psql('postgres');
+$serializable->query_safe(q(BEGIN ISOLATION LEVEL SERIALIZABLE;
+INSERT INTO "Odd Schema".app VALUES (snowflake_encode(now() - interval '1 day', 3, 4, 0))));
+read_keys_now();
+like($node->safe_psql('postgres', 'SELECT snowflake_nextval()'), qr/^\d+$/,
+    'a database whose defaults ask for a deferrable serializable snapshot does not stall the read');
+$serializable->query_safe('ROLLBACK');
+$serializable->quit;
+$node->safe_psql('postgres', 'ALTER DATABASE second RESET ALL');
 
 # A database that takes no connections, without the extension, holding keys in a column an index
 # leads: it is read too.

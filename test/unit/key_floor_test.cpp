@@ -91,6 +91,14 @@ TEST(StoredKeys, InTheWindowAndBeyondItAreKeptApartAndOthersIgnored) {
     EXPECT_EQ(found.beyond_window, id_at(kNow + 86400000, 7, 13, 9));
 }
 
+TEST(StoredKeys, OnlyKeysOfThePairFromTheClocksMillisecondOnMayHoldGeneration) {
+    const KeyWindow window = window_at(kNow);
+    EXPECT_FALSE(may_hold_generation(window, id_at(kNow - 1, 7, 13, kMaxSequence)));
+    EXPECT_FALSE(may_hold_generation(window, id_at(kNow + 5000, 7, 14, 0)));
+    EXPECT_TRUE(may_hold_generation(window, id_at(kNow, 7, 13, 0)));
+    EXPECT_TRUE(may_hold_generation(window, id_at(kNow + 86400000, 7, 13, 0)));
+}
+
 TEST(StoredKeys, TheWindowsLastIdIsInItAndTheNextBeyondIt) {
     const KeyWindow window = window_at(kNow);
     FoundKeys found;
