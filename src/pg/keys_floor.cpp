@@ -45,6 +45,7 @@ extern "C" {
 #include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/lock.h"
 #include "tcop/tcopprot.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -77,6 +78,9 @@ constexpr char kKeysUncheckedFileName[] = "snowflake_keys_unchecked";
 // How long the reader waits before it reads a database again whose read failed, or tries again
 // to start a database reader when no background worker slot was free.
 constexpr long kRetryMs = 5000;
+
+// How long the reader waits for the lock on a database that its reader's connection takes.
+constexpr long kLockWaitBudgetMs = 1000;
 
 // How long a waiting call waits for a reader to claim the read before it asks for one.
 constexpr long kReaderClaimWaitMs = 1000;
@@ -296,15 +300,44 @@ BackgroundWorker keys_reader_worker(Oid database) {
     return worker;
 }
 
+// The lock that a connection to a database takes, held by the reader for as long as the
+// database's reader runs, so that an ALTER or DROP DATABASE left open in a transaction cannot
+// hold that connection up unseen: waited for a second at most, cancellably.
+bool lock_database_within_budget(const LOCKTAG &database_lock) {
+    const TimestampTz budget_end = GetCurrentTimestamp() + kLockWaitBudgetMs * 1000;
+    while (LockAcquire(&database_lock, RowExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL) {
+        if (GetCurrentTimestamp() >= budget_end) {
+            return false;
+        }
+        (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10,
+                        snowflake_wait_event("SnowflakeKeysReadRetry"));
+        ResetLatch(MyLatch);
+        CHECK_FOR_INTERRUPTS();
+    }
+    return true;
+}
+
 // Reads one database in a worker of its own until the read succeeds or the database is gone.
 void read_database(SnowflakeShared *shared, const ListedDatabase &database) {
+    LOCKTAG database_lock;
+    SET_LOCKTAG_OBJECT(database_lock, InvalidOid, DatabaseRelationId, database.oid, 0);
     for (;;) {
         SpinLockAcquire(&shared->keys_floor_lock);
         shared->last_read_database = InvalidOid;
         SpinLockRelease(&shared->keys_floor_lock);
+        if (!lock_database_within_budget(database_lock)) {
+            record_read_failure(shared,
+                                psprintf("database \"%s\" is locked by another session (an ALTER "
+                                         "or DROP DATABASE in a transaction not yet ended); find "
+                                         "it in pg_locks",
+                                         NameStr(database.name)));
+            sleep_ms(kRetryMs);
+            continue;
+        }
         BackgroundWorker worker = keys_reader_worker(database.oid);
         BackgroundWorkerHandle *handle = nullptr;
         if (!RegisterDynamicBackgroundWorker(&worker, &handle)) {
+            (void)LockRelease(&database_lock, RowExclusiveLock, true);
             record_read_failure(
                 shared, psprintf("no background worker slot was free to read database \"%s\"; "
                                  "raise max_worker_processes",
@@ -317,6 +350,7 @@ void read_database(SnowflakeShared *shared, const ListedDatabase &database) {
             (void)WaitForBackgroundWorkerShutdown(handle);
         }
         pfree(handle);
+        (void)LockRelease(&database_lock, RowExclusiveLock, true);
         SpinLockAcquire(&shared->keys_floor_lock);
         const bool read = shared->last_read_database == database.oid;
         const bool explained = shared->keys_read_failure[0] != '\0';
@@ -549,6 +583,7 @@ void request_read_of(SnowflakeShared *shared, snowflake::Node node) {
     bool pending = false;
     if (shared->keys_floor_pending.compare_exchange_strong(pending, true)) {
         create_keys_unchecked_file();
+        request_reader(shared);
         ereport(LOG, (errmsg("snowflake: the stored keys are read for node pair (%lld, %lld), "
                              "which no read since the start was for, before its next id",
                              static_cast<long long>(node.bits >> snowflake::kDatacenterShift) &

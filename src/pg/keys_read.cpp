@@ -82,13 +82,13 @@ constexpr char kKeyColumnsQuery[] =
     " UNION"
     " SELECT i.inhrelid, k.attname FROM key_column AS k"
     " JOIN pg_catalog.pg_inherits AS i ON i.inhparent = k.relid)"
-    "SELECT c.oid, a.attnum FROM key_column AS k"
+    "SELECT c.oid, a.attnum, c.relfilenode FROM key_column AS k"
     " JOIN pg_catalog.pg_class AS c ON c.oid = k.relid"
     " JOIN pg_catalog.pg_attribute AS a ON a.attrelid = c.oid AND a.attname = k.attname"
     " AND NOT a.attisdropped"
     " WHERE c.relkind IN ('r', 'm') AND c.relpersistence <> 't'"
     " UNION"
-    " SELECT i.indrelid, i.indkey[0] FROM pg_catalog.pg_index AS i"
+    " SELECT i.indrelid, i.indkey[0], c.relfilenode FROM pg_catalog.pg_index AS i"
     " JOIN pg_catalog.pg_class AS c ON c.oid = i.indrelid"
     " JOIN pg_catalog.pg_class AS ic ON ic.oid = i.indexrelid"
     " JOIN pg_catalog.pg_am AS am ON am.oid = ic.relam"
@@ -288,26 +288,33 @@ void report_key_beyond_window(int64 key, const char *source, int64 now_unix_ms) 
 // Reads one column's keys of this server's pair, the table locked only meanwhile. A table
 // dropped since the listing is skipped, and so is a column dropped or of any type but bigint or
 // snowflake (or a domain over either).
-void read_column(Oid table_oid, AttrNumber column, Oid id_type, const snowflake::KeyWindow &window,
-                 int64 now_unix_ms, Snapshot read_start, TimestampTz lock_budget_end,
-                 DatabaseKeys *keys) {
+// Returns false for a table dropped, truncated or rewritten since it was listed: those change
+// no row version that the read's snapshot could see, so rows moved out of it into a table read
+// earlier would be missed, and the read of the database begins again.
+bool read_column(Oid table_oid, AttrNumber column, Oid listed_filenode, Oid id_type,
+                 const snowflake::KeyWindow &window, int64 now_unix_ms, Snapshot read_start,
+                 TimestampTz lock_budget_end, DatabaseKeys *keys) {
     if (!lock_within_budget(table_oid, lock_budget_end)) {
         report_locked(table_oid);
     }
     Relation table = try_relation_open(table_oid, NoLock);
     if (table == nullptr) {
         UnlockRelationOid(table_oid, AccessShareLock);
-        return;
+        return false;
+    }
+    if (table->rd_rel->relfilenode != listed_filenode) {
+        relation_close(table, AccessShareLock);
+        return false;
     }
     const TupleDesc descriptor = RelationGetDescr(table);
     if (column > descriptor->natts || TupleDescAttr(descriptor, column - 1)->attisdropped) {
         relation_close(table, AccessShareLock);
-        return;
+        return true;
     }
     const Oid key_type = getBaseType(TupleDescAttr(descriptor, column - 1)->atttypid);
     if (key_type != INT8OID && (!OidIsValid(id_type) || key_type != id_type)) {
         relation_close(table, AccessShareLock);
-        return;
+        return true;
     }
     const char *table_name = quote_qualified_identifier(
         get_namespace_name(RelationGetNamespace(table)), RelationGetRelationName(table));
@@ -349,15 +356,20 @@ void read_column(Oid table_oid, AttrNumber column, Oid id_type, const snowflake:
         }
     }
     keys->columns++;
+    return true;
 }
 
-// Every column of this database that may hold keys, read once each.
-DatabaseKeys read_keys(const snowflake::KeyWindow &window, int64 now_unix_ms) {
-    DatabaseKeys keys{};
-    keys.in_window = -1;
-    keys.beyond_window = -1;
+// Every column of this database that may hold keys, read once each with one snapshot; false if a
+// table changed under the read, which must then begin again.
+bool read_keys_once(const snowflake::KeyWindow &window, int64 now_unix_ms, DatabaseKeys *keys) {
+    *keys = DatabaseKeys{};
+    keys->in_window = -1;
+    keys->beyond_window = -1;
     const TimestampTz lock_budget_end = GetCurrentTimestamp() + kLockWaitBudgetMs * 1000;
+    // The listing sees the catalog as the read's snapshot does, so that a table changed since shows
+    // in its relcache entry and the read begins again with a newer snapshot.
     const Snapshot read_start = RegisterSnapshot(GetTransactionSnapshot());
+    PushActiveSnapshot(read_start);
     SPI_connect();
     const int64 nextval_oid = query_bigint(kNextvalQuery, 0, nullptr, nullptr);
     const Oid nextval = nextval_oid < 0 ? InvalidOid : static_cast<Oid>(nextval_oid);
@@ -371,16 +383,20 @@ DatabaseKeys read_keys(const snowflake::KeyWindow &window, int64 now_unix_ms) {
     const uint64 column_count = SPI_processed;
     auto *tables = static_cast<Oid *>(SPI_palloc(sizeof(Oid) * (column_count + 1)));
     auto *columns = static_cast<AttrNumber *>(SPI_palloc(sizeof(AttrNumber) * (column_count + 1)));
+    auto *filenodes = static_cast<Oid *>(SPI_palloc(sizeof(Oid) * (column_count + 1)));
     for (uint64 i = 0; i < column_count; i++) {
         bool is_null = true;
         tables[i] = DatumGetObjectId(
             SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &is_null));
         columns[i] =
             DatumGetInt16(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &is_null));
+        filenodes[i] = DatumGetObjectId(
+            SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3, &is_null));
     }
     const int64 prepared_transactions =
         query_bigint(kPreparedTransactionsQuery, 0, nullptr, nullptr);
     SPI_finish();
+    PopActiveSnapshot();
     if (prepared_transactions > 0) {
         ereport(
             ERROR,
@@ -390,12 +406,13 @@ DatabaseKeys read_keys(const snowflake::KeyWindow &window, int64 now_unix_ms) {
                     get_database_name(MyDatabaseId), static_cast<long long>(prepared_transactions)),
              errhint("Commit or roll back the prepared transactions (pg_prepared_xacts).")));
     }
-    for (uint64 i = 0; i < column_count; i++) {
-        read_column(tables[i], columns[i], id_type, window, now_unix_ms, read_start,
-                    lock_budget_end, &keys);
+    bool unchanged = true;
+    for (uint64 i = 0; i < column_count && unchanged; i++) {
+        unchanged = read_column(tables[i], columns[i], filenodes[i], id_type, window, now_unix_ms,
+                                read_start, lock_budget_end, keys);
     }
     UnregisterSnapshot(read_start);
-    return keys;
+    return unchanged;
 }
 
 }  // namespace
@@ -411,7 +428,10 @@ DatabaseKeys snowflake_read_database_keys(const snowflake::KeyWindow &window) {
     const int guc_nest_level = NewGUCNestLevel();
     (void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_SESSION,
                             GUC_ACTION_SAVE, true, 0, false);
-    const DatabaseKeys keys = read_keys(window, now_unix_ms);
+    DatabaseKeys keys;
+    while (!read_keys_once(window, now_unix_ms, &keys)) {
+        CHECK_FOR_INTERRUPTS();
+    }
     AtEOXact_GUC(false, guc_nest_level);
     SetUserIdAndSecContext(saved_user, saved_security_context);
     return keys;

@@ -395,6 +395,36 @@ like($moved_error,
     qr/DETAIL:  .*Key $moved_key of column id of table "Odd Schema"\.moved_[12] \(owner alice\)/,
     'the key moved between the partitions during the read stops generation');
 $node->safe_psql('postgres', qq(DELETE FROM "Odd Schema".moved WHERE id = $moved_key));
+
+# The same move by a copy and a TRUNCATE, which leaves no row version behind: the read of the
+# database begins again once it finds the truncated table changed since it was listed.
+$node->safe_psql('postgres', q(SET ROLE alice;
+INSERT INTO "Odd Schema".moved VALUES (snowflake_encode(now() + interval '2 days', 3, 4, 1), 2)));
+$moved_key = $node->safe_psql('postgres', q(SELECT max(id) FROM "Odd Schema".moved));
+restart_unread();
+$mover = $node->background_psql('postgres');
+$mover->query_safe(q(SET ROLE alice; BEGIN;
+LOCK TABLE "Odd Schema".moved_2 IN ACCESS EXCLUSIVE MODE));
+read_keys_now();
+$waiting_call = start_statement($node, 'postgres',
+    "SET statement_timeout = '5s'; SELECT snowflake_nextval()");
+ok($node->poll_query_until('postgres', q(
+SELECT count(*) > 0 FROM pg_stat_activity
+WHERE backend_type = 'snowflake keys reader' AND datname = 'postgres'
+  AND wait_event_type = 'Extension')), 'the read waits for the second partition again');
+$mover->query_safe(q(INSERT INTO "Odd Schema".moved SELECT id, 1 FROM "Odd Schema".moved_2;
+TRUNCATE "Odd Schema".moved_2; COMMIT));
+$mover->quit;
+eval { finish_statement($waiting_call) };
+for (1 .. 100) {
+    $moved_error = error_of($node, 'SELECT snowflake_nextval()');
+    last if $moved_error !~ /the read failed|57014/;
+    sleep 1;
+}
+like($moved_error,
+    qr/DETAIL:  .*Key $moved_key of column id of table "Odd Schema"\.moved_1 \(owner alice\)/,
+    'the key copied out of a partition truncated during the read stops generation');
+$node->safe_psql('postgres', qq(DELETE FROM "Odd Schema".moved WHERE id = $moved_key));
 restart(0);
 
 # A key of a transaction still in progress counts: it may yet be committed.
@@ -529,6 +559,26 @@ like($node->safe_psql('postgres', 'SELECT snowflake_nextval()'), qr/^\d+$/,
 $serializable->query_safe('ROLLBACK');
 $serializable->quit;
 $node->safe_psql('postgres', 'ALTER DATABASE second RESET ALL');
+
+# An ALTER DATABASE left open in a transaction would hold up the connection of the database's
+# reader: the reader waits a second for the database's lock, then the calls say which database,
+# and the read goes on once the transaction ends.
+restart_unread();
+my $renamer = $node->background_psql('postgres');
+$renamer->query_safe('BEGIN; ALTER DATABASE second RENAME TO second_renamed');
+read_keys_now();
+my $renaming_error;
+for (1 .. 30) {
+    $renaming_error = error_of($node, "SET statement_timeout = '3s'; SELECT snowflake_nextval()");
+    last if $renaming_error =~ /the read failed/;
+}
+like($renaming_error,
+    qr/DETAIL:  database "second" is locked by another session \(an ALTER or DROP DATABASE/,
+    'a database kept locked by an open ALTER DATABASE is named');
+$renamer->query_safe('ROLLBACK');
+$renamer->quit;
+ok($node->poll_query_until('postgres', 'SELECT snowflake_nextval() > 0'),
+    'and the read goes on once its transaction ends');
 
 # A database that takes no connections, without the extension, holding keys in a column an index
 # leads: it is read too.
