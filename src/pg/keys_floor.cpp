@@ -13,12 +13,16 @@
 // started by a waiting call when none runs, as after a crash re-initialisation) is connected to
 // no database: it lists pg_database and starts one database reader after another, each connected
 // to its database as the bootstrap superuser (allowed to connect where others are not), and
-// waits for each to exit. A database reader that fails is retried; a database dropped meanwhile
-// is passed over.
+// waits for each to exit, then lists again for databases created meanwhile. A database reader
+// that fails is retried; a database dropped meanwhile is passed over. The read is for one node
+// pair; a call with a pair that no read since the start was for asks for a read of its own.
 //
 // Locking. keys_floor_pending is set at start-up and cleared by the reader once every database
 // was read, after it has raised the generator and recorded a key beyond the window; a call reads
-// it before its first id. keys_reader_claimed lets one reader run at a time. keys_floor_lock (a
+// it before its first id; keys_read_pairs, set by the reader too, says which pairs were read.
+// keys_reader_claimed lets one reader run at a time. While a database is read, the reader holds
+// the lock that connections to it take (RowExclusiveLock on the database), as a session lock,
+// taken within a second or the read of that database fails and is retried. keys_floor_lock (a
 // spinlock) guards the records of the keys that hold generation back and of a failed read, for a
 // few copies at a time; the reads themselves run without it. keys_read_changed wakes the waiting
 // calls.
