@@ -83,9 +83,6 @@ constexpr char kKeysUncheckedFileName[] = "snowflake_keys_unchecked";
 // to start a database reader when no background worker slot was free.
 constexpr long kRetryMs = 5000;
 
-// How long the reader waits for the lock on a database that its reader's connection takes.
-constexpr long kLockWaitBudgetMs = 1000;
-
 // How long a waiting call waits for a reader to claim the read before it asks for one.
 constexpr long kReaderClaimWaitMs = 1000;
 
@@ -308,7 +305,7 @@ BackgroundWorker keys_reader_worker(Oid database) {
 // database's reader runs, so that an ALTER or DROP DATABASE left open in a transaction cannot
 // hold that connection up unseen: waited for a second at most, cancellably.
 bool lock_database_within_budget(const LOCKTAG &database_lock) {
-    const TimestampTz budget_end = GetCurrentTimestamp() + kLockWaitBudgetMs * 1000;
+    const TimestampTz budget_end = GetCurrentTimestamp() + kKeysLockWaitBudgetMs * 1000;
     while (LockAcquire(&database_lock, RowExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL) {
         if (GetCurrentTimestamp() >= budget_end) {
             return false;

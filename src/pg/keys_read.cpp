@@ -54,10 +54,6 @@ extern "C" {
 
 namespace {
 
-// How long the reads of one database wait in all for tables (and indexes) that other sessions
-// hold locked, before the read of the database fails, to be tried again.
-constexpr long kLockWaitBudgetMs = 1000;
-
 // The columns that may hold keys, each as a table and its attribute number: a column whose
 // default calls snowflake_nextval() (its own default, its type's, or an ancestor's, down every
 // level of partitions and inheritance children; a snowflake column's default calls it inside the
@@ -365,7 +361,7 @@ bool read_keys_once(const snowflake::KeyWindow &window, int64 now_unix_ms, Datab
     *keys = DatabaseKeys{};
     keys->in_window = -1;
     keys->beyond_window = -1;
-    const TimestampTz lock_budget_end = GetCurrentTimestamp() + kLockWaitBudgetMs * 1000;
+    const TimestampTz lock_budget_end = GetCurrentTimestamp() + kKeysLockWaitBudgetMs * 1000;
     // The listing sees the catalog as the read's snapshot does, so that a table changed since shows
     // in its relcache entry and the read begins again with a newer snapshot.
     const Snapshot read_start = RegisterSnapshot(GetTransactionSnapshot());

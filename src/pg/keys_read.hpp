@@ -6,6 +6,10 @@
 
 #include "core/key_floor.hpp"
 
+// How long a read waits in all for locks that other sessions hold (on a database's tables and
+// indexes, and on the database itself) before the read of that database fails, to be tried again.
+inline constexpr long kKeysLockWaitBudgetMs = 1000;
+
 // What the read of one database found. The texts live in the caller's memory context.
 struct DatabaseKeys {
     int columns;
