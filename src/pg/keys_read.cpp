@@ -147,11 +147,6 @@ bool lock_within_budget(Oid relation, TimestampTz budget_end) {
     }
 }
 
-// Whether a key carries this server's node pair.
-bool own_key(Datum value, bool is_null, const snowflake::KeyWindow &window) {
-    return !is_null && (DatumGetInt64(value) & snowflake::kNodeFieldsMask) == window.node_fields;
-}
-
 // Whether the row version in the slot counts: visible to the snapshot the read began with, or to
 // a dirty snapshot now.
 bool row_counts(Relation table, TupleTableSlot *slot, Snapshot read_start) {
@@ -230,7 +225,8 @@ int64 highest_own_key_in_index(Relation table, Relation index, AttrNumber column
     while (index_getnext_slot(scan, BackwardScanDirection, slot)) {
         bool is_null = true;
         const Datum value = slot_getattr(slot, column, &is_null);
-        if (own_key(value, is_null, window) && row_counts(table, slot, read_start)) {
+        if (!is_null && snowflake::may_hold_generation(window, DatumGetInt64(value)) &&
+            row_counts(table, slot, read_start)) {
             found = DatumGetInt64(value);
             break;
         }
