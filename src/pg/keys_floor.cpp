@@ -22,7 +22,11 @@
 // it before its first id; keys_read_pairs, set by the reader too, says which pairs were read.
 // keys_reader_claimed lets one reader run at a time. While a database is read, the reader holds
 // the lock that connections to it take (RowExclusiveLock on the database), as a session lock,
-// taken within a second or the read of that database fails and is retried. keys_floor_lock (a
+// taken within a second or the read of that database fails and is retried. The database's reader
+// joins the reader's lock group before it connects, so that its connection's request for that
+// lock is granted at once: otherwise it would queue behind an ALTER, DROP or CREATE DATABASE
+// waiting for the reader's lock, and the three would wait for each other where the deadlock
+// detector cannot see it (the reader waits for its worker, not for a lock). keys_floor_lock (a
 // spinlock) guards the records of the keys that hold generation back and of a failed read, for a
 // few copies at a time; the reads themselves run without it. keys_read_changed wakes the waiting
 // calls.
@@ -50,6 +54,7 @@ extern "C" {
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lock.h"
+#include "storage/proc.h"
 #include "tcop/tcopprot.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -213,8 +218,11 @@ void remove_keys_unchecked_file() {
     (void)fsync_fname_ext(".", true, false, LOG);
 }
 
-// A reader that ends, however it ends, lets a waiting call start the next one.
+// A reader that ends, however it ends (a shutdown or pg_terminate_backend() in the middle of a
+// database), releases that database's lock, which as a session lock no transaction's end would,
+// and lets a waiting call start the next reader.
 void release_reader_claim(int, Datum) {
+    LockReleaseSession(DEFAULT_LOCKMETHOD);
     SnowflakeShared *shared = snowflake_shared;
     shared->keys_reader_requested.store(false);
     shared->keys_reader_claimed.store(false);
@@ -287,6 +295,8 @@ BackgroundWorker keys_reader_worker(Oid database) {
         strlcpy(worker.bgw_function_name, "snowflake_database_keys_reader_main", BGW_MAXLEN);
         worker.bgw_restart_time = BGW_NEVER_RESTART;
         worker.bgw_notify_pid = MyProcPid;
+        // The reader's process, whose lock group the database's reader joins.
+        memcpy(worker.bgw_extra, &MyProc, sizeof(MyProc));
     } else {
         strlcpy(worker.bgw_name, "snowflake keys reader", BGW_MAXLEN);
         strlcpy(worker.bgw_function_name, "snowflake_keys_reader_main", BGW_MAXLEN);
@@ -489,7 +499,7 @@ void refuse_without_postmaster() {
 
 // A waiting call asks for a reader when none has claimed the read a second after the floor was
 // armed (after a crash re-initialisation or a change of the node ids, the one registered at start
-// has ended already).
+// has ended already, and a reader ended by pg_terminate_backend() is not restarted).
 void request_reader(SnowflakeShared *shared) {
     if (shared->keys_reader_claimed.load() || shared->keys_reader_requested.exchange(true)) {
         return;
@@ -639,6 +649,7 @@ void snowflake_keys_reader_main(Datum) {
     }
     before_shmem_exit(release_reader_claim, 0);
     BackgroundWorkerInitializeConnection(nullptr, nullptr, 0);
+    BecomeLockGroupLeader();
     pgstat_report_activity(STATE_RUNNING, "reading the stored keys of every database");
     const TimestampTz started = GetCurrentTimestamp();
     start_read(shared);
@@ -655,6 +666,12 @@ void snowflake_database_keys_reader_main(Datum main_arg) {
     BackgroundWorkerUnblockSignals();
     SnowflakeShared *shared = snowflake_shared;
     const Oid database = DatumGetObjectId(main_arg);
+    PGPROC *reader = nullptr;
+    memcpy(&reader, MyBgworkerEntry->bgw_extra, sizeof(reader));
+    // Before the connection's lock on the database, which the group then holds (see Locking).
+    if (!BecomeLockGroupMember(reader, MyBgworkerEntry->bgw_notify_pid)) {
+        proc_exit(0);
+    }
     BackgroundWorkerInitializeConnectionByOid(database, InvalidOid, BGWORKER_BYPASS_ALLOWCONN);
     for (const auto &setting : kReaderSettings) {
         SetConfigOption(setting[0], setting[1], PGC_SUSET, PGC_S_OVERRIDE);
@@ -705,11 +722,12 @@ void snowflake_await_keys_floor(SnowflakeShared *shared, snowflake::Node node) {
             request_read_of(shared, node);
         }
         refuse_without_postmaster();
-        refuse_while_read_fails(shared);
+        // Before a failure is reported: the reader that recorded it may have been ended since.
         if (GetCurrentTimestamp() >=
             shared->keys_floor_armed_at.load() + kReaderClaimWaitMs * 1000) {
             request_reader(shared);
         }
+        refuse_while_read_fails(shared);
         (void)ConditionVariableTimedSleep(&shared->keys_read_changed, kReaderClaimWaitMs,
                                           snowflake_wait_event("SnowflakeKeysRead"));
         waited = true;

@@ -703,7 +703,7 @@ constexpr char kManyTablesLockTimeout[] = "1s";
 // One of every table set up, in a subtransaction of its own: a table another session holds is
 // left for the next call rather than awaited (the call may hold locks on tables it has
 // maintained), and a table whose maintenance fails is reported, with a warning, and rolled back
-// alone, so that no owner's table stops the maintenance of the others.
+// alone, so that no owner's table stops the maintenance of the others; a cancel ends the call.
 void maintain_one_of_many(const Report &report, const Extension &extension, Oid parent,
                           const char *function_name) {
     const MemoryContext context = CurrentMemoryContext;
@@ -745,6 +745,10 @@ void maintain_one_of_many(const Report &report, const Extension &extension, Oid 
         RollbackAndReleaseCurrentSubTransaction();
         MemoryContextSwitchTo(context);
         CurrentResourceOwner = owner;
+        // A cancel or statement_timeout is the caller's, not this table's: it ends the call.
+        if (error->sqlerrcode == ERRCODE_QUERY_CANCELED) {
+            ReThrowError(error);
+        }
         ereport(WARNING,
                 (errcode(error->sqlerrcode),
                  errmsg("time partitions of %s were not maintained: %s", table_text(parent),

@@ -10,7 +10,7 @@
 # of every database: a key a day ahead stops generation until a superuser releases it; the first
 # call in another database than the one that holds the keys, and a database that takes no
 # connections; concurrent first calls; a read that callers' timeouts cancel is not restarted; a
-# change of the node ids reads again for the new pair.
+# change of the node ids reads again for the new pair; databases renamed during the read.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -358,6 +358,31 @@ ok($node->poll_query_until('postgres', 'SELECT snowflake_nextval() > 0'),
 my @locked_reads = slurp_file($node->logfile, $offset) =~ /the stored keys of [1-9]\d* databases were read/g;
 is(scalar @locked_reads, 1, 'one read, which the timed-out calls did not restart');
 
+# A reader ended while it holds a database's lock (here while its database's reader waits for
+# a locked table) leaves no lock behind, which would keep an ALTER or DROP DATABASE waiting.
+restart_unread();
+$locker = $node->background_psql('postgres');
+$locker->query_safe(q(SET ROLE alice; BEGIN;
+LOCK TABLE "Odd Schema".hostile IN ACCESS EXCLUSIVE MODE));
+read_keys_now();
+error_of($node, "SET statement_timeout = '10ms'; SELECT snowflake_nextval()");
+$node->poll_query_until('postgres', q(SELECT count(*) = 1 FROM pg_stat_activity
+    WHERE backend_type = 'snowflake keys reader' AND datname = 'postgres'))
+  or die 'no reader of database postgres started';
+$node->safe_psql('postgres', q(SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+    WHERE backend_type = 'snowflake keys reader' AND datname IS NULL));
+$node->poll_query_until('postgres', q(SELECT count(*) = 0 FROM pg_stat_activity
+    WHERE backend_type = 'snowflake keys reader'))
+  or die 'the readers did not end';
+is($node->safe_psql('postgres', q(SELECT count(*) FROM pg_locks
+    WHERE locktype = 'object' AND classid = 'pg_database'::regclass
+      AND pid NOT IN (SELECT pid FROM pg_stat_activity))), '0',
+    'a reader ended in the middle of a database leaves no lock behind');
+$locker->query_safe('COMMIT');
+$locker->quit;
+ok($node->poll_query_until('postgres', 'SELECT snowflake_nextval() > 0'),
+    'and the reader started after it reads every database');
+
 # A row that an UPDATE moves, while the database is read, from a table not yet read into one
 # already read is seen where it was: the read of a database sees every table as it began. The
 # read is held at the second partition by a lock that the moving session takes and keeps until it
@@ -579,6 +604,35 @@ $renamer->query_safe('ROLLBACK');
 $renamer->quit;
 ok($node->poll_query_until('postgres', 'SELECT snowflake_nextval() > 0'),
     'and the read goes on once its transaction ends');
+
+# ALTER DATABASE statements that come while the reader holds their database's lock wait for it,
+# and the database's reader connects all the same: four sessions rename a database each, over and
+# over, while twelve reads (one per node pair) go through every database. Were its connection to
+# queue behind a rename, the read, the rename and the calls would wait for each other until the
+# rename's statement_timeout ended it.
+$node->safe_psql('postgres', "CREATE DATABASE renamed_$_") for 0 .. 3;
+restart_unread();
+my $rename_script = "$PostgreSQL::Test::Utils::tmp_check/rename_019.sql";
+PostgreSQL::Test::Utils::append_to_file($rename_script,
+    "ALTER DATABASE renamed_:client_id RENAME TO moved_:client_id;\n"
+      . "ALTER DATABASE moved_:client_id RENAME TO renamed_:client_id;\n");
+my ($renames_out, $renames_err) = ('', '');
+my $renames = IPC::Run::start(
+    [ 'pgbench', '-n', '-c', '4', '-j', '4', '-T', '6', '-f', $rename_script,
+        $node->connstr('postgres') . ' options=--statement_timeout=3s' ],
+    '>', \$renames_out, '2>', \$renames_err);
+read_keys_now();
+my $reads_ended = 0;
+for my $machine_id (5 .. 16) {
+    set_and_reload($node, 'snowflake.machine_id', $machine_id);
+    $reads_ended++ if $node->safe_psql('postgres', 'SELECT snowflake_nextval()') =~ /^\d+$/;
+}
+$renames->finish;
+is($reads_ended, 12, 'reads while databases are renamed end');
+is($renames_err, '', 'no rename waited for a read until its timeout');
+like($renames_out, qr/number of failed transactions: 0 /, 'and every rename went through');
+set_and_reload($node, 'snowflake.machine_id', '4');
+$node->safe_psql('postgres', "DROP DATABASE renamed_$_") for 0 .. 3;
 
 # A database that takes no connections, without the extension, holding keys in a column an index
 # leads: it is read too.

@@ -120,7 +120,30 @@ like($report, qr/^held: skipped: locked by another session$/m,
     'a table another session holds is skipped, not awaited');
 like($report, qr/^free: nothing to do$/m, 'and the other tables are maintained');
 $holder->query_safe('COMMIT');
+
+# A cancel or statement_timeout ends the maintenance of every table, as it ends a PL/pgSQL
+# block's EXCEPTION WHEN OTHERS: it is not taken for one table's failure. Three tables' expired
+# partitions are held, and each waits its second for them.
+for my $table (map { "held_$_" } 1 .. 3) {
+    $node->safe_psql('postgres', qq(
+CREATE TABLE $table (id bigint NOT NULL) PARTITION BY RANGE (id);
+SELECT count(*) FROM snowflake_partition_table('$table', '1 day', 1, retain => '2 days');
+CREATE TABLE ${table}_old PARTITION OF $table
+    FOR VALUES FROM (snowflake_min_id(date_trunc('day', now()) - interval '4 days'))
+    TO (snowflake_min_id(date_trunc('day', now()) - interval '3 days'))));
+}
+$holder->query_safe('BEGIN; LOCK TABLE held_1_old, held_2_old, held_3_old IN ACCESS SHARE MODE');
+my ($timed_out, $timed_out_out, $timed_out_err) = $node->psql('postgres', q(
+SET statement_timeout = '1500ms';
+SELECT parent || ': ' || action FROM snowflake_maintain_partitions()));
+like($timed_out_err, qr/ERROR:  canceling statement due to statement timeout/,
+    'a statement_timeout ends the maintenance of every table');
+is($timed_out_out, '', 'which reports nothing');
+$holder->query_safe('COMMIT');
 $holder->quit;
+like($node->safe_psql('postgres', q(SELECT string_agg(action, ', ')
+    FROM snowflake_maintain_partitions() WHERE parent = 'held_1'::regclass)),
+    qr/detached/, 'and the next call maintains the tables');
 
 $node->stop;
 
