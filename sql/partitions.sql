@@ -52,6 +52,14 @@ SELECT tableoid::regclass::text = 'events_p' || to_char(now() AT TIME ZONE 'UTC'
 SELECT parent, every, ahead, reaches_until = date_trunc('month', now()) + interval '4 months' AS reach,
        time_left > interval '90 days' AS months_left
 FROM snowflake_partition_reach;
+-- A partition adopted far ahead, after a gap, does not lengthen the reach: an insert into the gap
+-- would fail. The reach is the unbroken run from now on.
+CREATE TABLE events_far PARTITION OF events
+    FOR VALUES FROM (snowflake_min_id(date_trunc('month', now()) + interval '14 months'))
+    TO (snowflake_min_id(date_trunc('month', now()) + interval '15 months'));
+SELECT partitions, reaches_until = date_trunc('month', now()) + interval '4 months' AS reach
+FROM snowflake_partition_reach WHERE parent = 'events'::regclass;
+DROP TABLE events_far;
 
 -- snowflake_timestamp(id) predicates prune to the partitions they touch.
 EXPLAIN (COSTS OFF) SELECT count(*) FROM events
@@ -215,6 +223,16 @@ SHOW search_path;
 CREATE TABLE zoned (id bigint NOT NULL) PARTITION BY RANGE (id);
 SELECT * FROM snowflake_partition_table('zoned', '1 day', 1, NULL, 'IST');
 SELECT * FROM snowflake_partition_table('zoned', '1 day', 1, NULL, 'UTC+99');
+
+-- A partition more than 100000 periods back (here an hour of 2011 for hourly partitions) would
+-- need that many boundaries: refused, and nothing is set up.
+CREATE TABLE ancient (id bigint NOT NULL) PARTITION BY RANGE (id);
+CREATE TABLE ancient_2011 PARTITION OF ancient
+    FOR VALUES FROM (snowflake_min_id('2011-01-01 00:00+00')) TO (snowflake_min_id('2011-01-01 01:00+00'));
+SELECT * FROM snowflake_partition_table('ancient', '1 hour', 1);
+SELECT count(*) AS ancient_partitions FROM pg_inherits WHERE inhparent = 'ancient'::regclass;
+SELECT count(*) AS ancient_setups FROM snowflake_partitioned_tables WHERE parent = 'ancient'::regclass;
+DROP TABLE ancient;
 
 -- Maintenance of every table goes on past one that fails: its setup written by hand with an
 -- interval the functions never accept, it gets a warning and a row, the others their periods.

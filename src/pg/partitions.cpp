@@ -409,9 +409,9 @@ char *create_partition(const Report &report, const Setup &setup, Oid owner, Attr
 }
 
 // Detaches (and drops, if the setup says so) the partitions whose whole range is older than the
-// retention, unless one holds a key at or past its start (read as the owner, every row seen).
+// retention: their bounds hold no newer key, so none is read.
 bool trim_partitions(const Report &report, const Extension &extension, const Setup &setup,
-                     Oid owner, AttrNumber key_attnum, const Partition *partitions, int count) {
+                     Oid owner, const Partition *partitions, int count) {
     Oid types[1] = {INTERVALOID};
     Datum values[1] = {setup.retain};
     run_as_owner(report, owner,
@@ -420,22 +420,12 @@ bool trim_partitions(const Report &report, const Extension &extension, const Set
     bool is_null = true;
     const int64 retention_start = result_int64(1, &is_null);
     bool did_something = false;
-    const char *key = quote_identifier(get_attname(setup.parent, key_attnum, false));
     for (int i = 0; i < count; i++) {
         if (!snowflake::is_expired(partitions[i].range, retention_start)) {
             continue;
         }
         const char *partition = table_text(partitions[i].relation);
-        run_as_owner(report, owner,
-                     psprintf("SELECT pg_catalog.max(%s)::bigint FROM %s", key, partition), 0,
-                     nullptr, nullptr, nullptr, true);
-        const int64 newest = result_int64(1, &is_null);
         did_something = true;
-        if (!is_null && newest >= retention_start) {
-            add_row(report, setup.parent, partition,
-                    "kept: it holds a row newer than the retention");
-            continue;
-        }
         run_as_owner(
             report, owner,
             psprintf("ALTER TABLE %s DETACH PARTITION %s", table_text(setup.parent), partition), 0,
@@ -522,8 +512,7 @@ void maintain_table(const Report &report, const Extension &extension, const Setu
             did_something = true;
         }
     }
-    if (setup.has_retain &&
-        trim_partitions(report, extension, setup, owner, key_attnum, partitions, count)) {
+    if (setup.has_retain && trim_partitions(report, extension, setup, owner, partitions, count)) {
         did_something = true;
     }
     if (!did_something) {

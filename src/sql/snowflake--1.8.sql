@@ -355,27 +355,40 @@ RETURNS TABLE (parent regclass, partition text, action text)
 COMMENT ON FUNCTION snowflake_maintain_partitions(regclass) IS
     'Brings a table set up by snowflake_partition_table(), or every such table whose owner the caller acts for, up to its setup: creates the partitions missing up to ahead periods past the current one and detaches (or drops) those older than the retention, never one holding a newer row; idempotent; returns what it did, or nothing to do';
 
--- How far ahead each table's partitions reach, for monitoring: an insert past reaches_until fails.
+-- How far ahead each table's partitions reach, for monitoring: reaches_until is the end of the
+-- unbroken run of partitions from the one that holds now() (now() itself when none does, so that
+-- time_left is zero), since an insert past the first gap fails however far later ones reach.
 CREATE VIEW snowflake_partition_reach AS
 SELECT t.parent, t.every, t.ahead, t.retain, t.time_zone, t.drop_expired,
-       pg_catalog.count(b.upper_id) AS partitions,
-       snowflake_timestamp(pg_catalog.min(b.lower_id)) AS reaches_from,
-       snowflake_timestamp(pg_catalog.max(b.upper_id)) AS reaches_until,
-       snowflake_timestamp(pg_catalog.max(b.upper_id)) OPERATOR(pg_catalog.-) pg_catalog.now()
-           AS time_left
+       r.partitions,
+       snowflake_timestamp(r.lower_id) AS reaches_from,
+       r.reaches_until,
+       r.reaches_until OPERATOR(pg_catalog.-) pg_catalog.now() AS time_left
 FROM snowflake_partitioned_tables AS t
-LEFT JOIN LATERAL (
-    SELECT (pg_catalog.regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid),
-                                    'FROM \(''?(\d+)''?\)'))[1]::bigint AS lower_id,
-           (pg_catalog.regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid),
-                                    'TO \(''?(\d+)''?\)'))[1]::bigint AS upper_id
-    FROM pg_catalog.pg_inherits AS i
-    JOIN pg_catalog.pg_class AS c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid
-    WHERE i.inhparent OPERATOR(pg_catalog.=) t.parent::pg_catalog.oid
-) AS b ON true
+CROSS JOIN LATERAL (
+    WITH RECURSIVE bounds AS (
+        SELECT (pg_catalog.regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid),
+                                        'FROM \(''?(\d+)''?\)'))[1]::bigint AS lower_id,
+               (pg_catalog.regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid),
+                                        'TO \(''?(\d+)''?\)'))[1]::bigint AS upper_id
+        FROM pg_catalog.pg_inherits AS i
+        JOIN pg_catalog.pg_class AS c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid
+        WHERE i.inhparent OPERATOR(pg_catalog.=) t.parent::pg_catalog.oid
+    ), run AS (
+        SELECT b.upper_id FROM bounds AS b
+        WHERE snowflake_timestamp(b.lower_id) OPERATOR(pg_catalog.<=) pg_catalog.now()
+          AND snowflake_timestamp(b.upper_id) OPERATOR(pg_catalog.>) pg_catalog.now()
+        UNION
+        SELECT b.upper_id FROM bounds AS b
+        JOIN run ON b.lower_id OPERATOR(pg_catalog.=) run.upper_id
+    )
+    SELECT pg_catalog.count(b.upper_id) AS partitions, pg_catalog.min(b.lower_id) AS lower_id,
+           COALESCE((SELECT snowflake_timestamp(pg_catalog.max(run.upper_id)) FROM run),
+                    pg_catalog.now()) AS reaches_until
+    FROM bounds AS b
+) AS r
 WHERE EXISTS (SELECT FROM pg_catalog.pg_class AS p
-              WHERE p.oid OPERATOR(pg_catalog.=) t.parent::pg_catalog.oid)
-GROUP BY t.parent, t.every, t.ahead, t.retain, t.time_zone, t.drop_expired;
+              WHERE p.oid OPERATOR(pg_catalog.=) t.parent::pg_catalog.oid);
 COMMENT ON VIEW snowflake_partition_reach IS
-    'Per table set up by snowflake_partition_table(): its setup, how many partitions it has, the start of the oldest and the end of the newest, and the time left before inserts would find no partition (alert well before it reaches zero)';
+    'Per table set up by snowflake_partition_table(): its setup, how many partitions it has, the start of the oldest, the end of the unbroken run of partitions from now on, and the time left before inserts would find no partition (alert well before it reaches zero)';
 GRANT SELECT ON snowflake_partition_reach TO PUBLIC;

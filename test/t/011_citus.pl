@@ -7,7 +7,7 @@
 # has the snowflake type as its distribution column: its rows get their ids from the default, a
 # lookup by id goes to one shard, row_to_json writes the id as a string, and a reference table's
 # bigint column joins it. A third is partitioned by month with snowflake_partition_table(), and
-# Citus distributes each partition it attaches.
+# Citus distributes each partition it attaches; retention drops an old month's shards with it.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -161,6 +161,35 @@ is( $coordinator->safe_psql('postgres',
         q(SELECT count(*) FROM snowflake_maintain_partitions('monthly_events')
           WHERE action <> 'nothing to do')),
     '0', 'maintenance then has nothing to do');
+
+# Retention on it: a month two months back, adopted with its rows, is detached and dropped with
+# its shards on every worker (the month between, created to fill the gap, is kept), and the other
+# months keep theirs.
+$coordinator->safe_psql('postgres', q(
+CREATE TABLE monthly_events_old PARTITION OF monthly_events
+    FOR VALUES FROM (snowflake_min_id(date_trunc('month', now(), 'UTC') - interval '2 months'))
+    TO (snowflake_min_id(date_trunc('month', now(), 'UTC') - interval '1 month'));
+INSERT INTO monthly_events (id, kind)
+SELECT snowflake_min_id(date_trunc('month', now(), 'UTC') - interval '2 months') + g, 'old'
+FROM generate_series(1, 10) AS g;
+));
+# Citus hides shards from pg_class unless told otherwise.
+my $old_shards = q(SET citus.override_table_visibility = off;
+SELECT count(*) FROM pg_class WHERE relname LIKE 'monthly\_events\_old\_%');
+my $shards_before = join ' ', map { $node{$_}->safe_psql('postgres', $old_shards) } 'worker1', 'worker2';
+isnt($shards_before, '0 0', "the old month's shards are on the workers");
+is( $coordinator->safe_psql('postgres', q(
+SELECT string_agg(action, ', ') FROM snowflake_partition_table('monthly_events', '1 month', 2,
+    retain => '1 month', drop_expired => true)
+WHERE partition = 'public.monthly_events_old')),
+    'adopted, detached and dropped (older than the retention)',
+    'retention drops the old month, once adopted');
+is(join(' ', map { $node{$_}->safe_psql('postgres', $old_shards) } 'worker1', 'worker2'),
+    '0 0', 'and no shard of it is left on a worker');
+is( $coordinator->safe_psql('postgres', q(
+SELECT count(*) || ' ' || (SELECT count(*) FROM monthly_events) FROM pg_dist_shard
+WHERE logicalrelid::text LIKE 'monthly\_events\_p%')),
+    '16 1000', 'the other months keep their shards and rows');
 
 $_->stop for values %node;
 done_testing();

@@ -123,7 +123,7 @@ $holder->query_safe('COMMIT');
 
 # A cancel or statement_timeout ends the maintenance of every table, as it ends a PL/pgSQL
 # block's EXCEPTION WHEN OTHERS: it is not taken for one table's failure. Three tables' expired
-# partitions are held, and each waits its second for them.
+# partitions are held, and each waits its second (lock_timeout) for them.
 for my $table (map { "held_$_" } 1 .. 3) {
     $node->safe_psql('postgres', qq(
 CREATE TABLE $table (id bigint NOT NULL) PARTITION BY RANGE (id);
@@ -139,6 +139,13 @@ SELECT parent || ': ' || action FROM snowflake_maintain_partitions()));
 like($timed_out_err, qr/ERROR:  canceling statement due to statement timeout/,
     'a statement_timeout ends the maintenance of every table');
 is($timed_out_out, '', 'which reports nothing');
+my ($waited, $waited_out, $waited_err) = $node->psql('postgres', q(
+SELECT parent || ': ' || action FROM snowflake_maintain_partitions()
+WHERE parent::text LIKE 'held\__' ORDER BY 1));
+is($waited_out, join("\n", map { "held_$_: failed: canceling statement due to lock timeout" } 1 .. 3),
+    'without it, each held table waits a second for its partition, then fails alone');
+like($waited_err, qr/WARNING:  time partitions of public\.held_2 were not maintained/,
+    'with a warning each');
 $holder->query_safe('COMMIT');
 $holder->quit;
 like($node->safe_psql('postgres', q(SELECT string_agg(action, ', ')
