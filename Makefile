@@ -26,6 +26,7 @@ OBJS = \
 	src/pg/keys_read.o \
 	src/pg/library_objects.o \
 	src/pg/module.o \
+	src/pg/partition_setups.o \
 	src/pg/partitions.o \
 	src/pg/peer_query.o \
 	src/pg/restored_copy.o \

@@ -1,6 +1,7 @@
--- Every member of the extension, described with all that a script sets on it, for comparing one
--- installation with another: sql/install.sql (a fresh install against the update chain) and
--- test/t/014_upgrade.pl (after pg_upgrade) both read this file.
+-- Every member of the extension, described with all that a script sets on it (a table's columns,
+-- constraints, indexes, triggers and grants, a view's query), for comparing one installation with
+-- another: sql/install.sql (a fresh install against the update chain) and test/t/014_upgrade.pl
+-- (after pg_upgrade) both read this file.
 CREATE FUNCTION pg_temp.extension_objects() RETURNS SETOF text LANGUAGE sql AS $$
 SELECT pg_describe_object(d.classid, d.objid, 0)
        || coalesce(' ' || obj_description(d.objid, d.classid::regclass::text), '')
@@ -37,6 +38,32 @@ SELECT pg_describe_object(d.classid, d.objid, 0)
                       SELECT format('%s (%s,%s) %s', amprocnum, amproclefttype::regtype,
                                     amprocrighttype::regtype, amproc::regprocedure)
                       FROM pg_amproc WHERE amprocfamily = d.objid) AS members)
+              WHEN 'pg_class'::regclass THEN coalesce((
+                  SELECT ' ' || string_agg(concat_ws(' ', a.attname,
+                                                     format_type(a.atttypid, a.atttypmod),
+                                                     CASE WHEN a.attnotnull THEN 'not null' END,
+                                                     'default ' || pg_get_expr(f.adbin, f.adrelid)),
+                                           ', ' ORDER BY a.attnum)
+                  FROM pg_attribute AS a
+                  LEFT JOIN pg_attrdef AS f ON f.adrelid = a.attrelid AND f.adnum = a.attnum
+                  WHERE a.attrelid = d.objid AND a.attnum > 0 AND NOT a.attisdropped), '')
+                  || coalesce((
+                      SELECT ' ' || string_agg(pg_get_constraintdef(oid), ', '
+                                               ORDER BY pg_get_constraintdef(oid))
+                      FROM pg_constraint WHERE conrelid = d.objid), '')
+                  || coalesce((
+                      SELECT ' ' || string_agg(pg_get_indexdef(indexrelid), ', '
+                                               ORDER BY pg_get_indexdef(indexrelid))
+                      FROM pg_index WHERE indrelid = d.objid), '')
+                  || coalesce((
+                      SELECT ' ' || string_agg(pg_get_triggerdef(oid), ', ' ORDER BY tgname)
+                      FROM pg_trigger WHERE tgrelid = d.objid AND NOT tgisinternal), '')
+                  || (SELECT concat_ws(' ', '', CASE WHEN relkind = 'v' THEN pg_get_viewdef(oid) END,
+                                       relacl)
+                      FROM pg_class WHERE oid = d.objid)
+              WHEN 'pg_event_trigger'::regclass THEN (
+                  SELECT concat_ws(' ', '', evtevent, evtfoid::regprocedure, evtenabled, evttags)
+                  FROM pg_event_trigger WHERE oid = d.objid)
               ELSE '' END
 FROM pg_depend AS d JOIN pg_extension AS e ON d.refobjid = e.oid
 WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e' AND e.extname = 'snowflake'

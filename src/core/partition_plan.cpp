@@ -2,7 +2,9 @@
 
 #include "core/partition_plan.hpp"
 
+#include <cctype>
 #include <cstdio>
+#include <cstring>
 
 namespace snowflake {
 
@@ -121,6 +123,25 @@ size_t period_of(const int64_t *boundaries, size_t boundary_count, int64_t id) {
 
 bool is_expired(const IdRange &range, int64_t retention_start_id) {
     return range.upper <= retention_start_id;
+}
+
+// A name is never all digits unquoted: regclass's output quotes a name that begins with a digit.
+bool names_no_table(const char *text) {
+    if (std::strcmp(text, "-") == 0) {
+        return true;
+    }
+    while (std::isspace(static_cast<unsigned char>(*text))) {
+        text++;
+    }
+    const char *digits = text;
+    while (std::isdigit(static_cast<unsigned char>(*text))) {
+        text++;
+    }
+    const bool has_digits = text > digits;
+    while (std::isspace(static_cast<unsigned char>(*text))) {
+        text++;
+    }
+    return has_digits && *text == '\0';
 }
 
 }  // namespace snowflake

@@ -68,4 +68,8 @@ size_t period_of(const int64_t *boundaries, size_t boundary_count, int64_t id);
 // the first id of the retention's start.
 bool is_expired(const IdRange &range, int64_t retention_start_id);
 
+// Whether a table's text as pg_dump writes it (regclass's output) names no table: a bare number,
+// spaces around it allowed, is what it writes for an OID of no relation, and "-" for OID 0.
+bool names_no_table(const char *text);
+
 }  // namespace snowflake

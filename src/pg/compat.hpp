@@ -4,6 +4,7 @@
 
 extern "C" {
 #include "access/genam.h"
+#include "access/tupdesc.h"
 #include "access/tableam.h"
 #include "access/xlogdefs.h"
 #include "catalog/pg_proc.h"
@@ -15,6 +16,7 @@ extern "C" {
 #include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/guc.h"
+#include "utils/regproc.h"
 #include "utils/syscache.h"
 #include "utils/wait_event.h"
 // get_database_name() moved from commands/dbcommands.h to utils/lsyscache.h in PostgreSQL 19.
@@ -183,5 +185,24 @@ inline TableScanDesc snowflake_table_beginscan(Relation table, Snapshot snapshot
 inline void snowflake_reset_transaction_timeout() {
 #if PG_VERSION_NUM >= 170000
     SetConfigOption("transaction_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
+#endif
+}
+
+// A qualified name's parts, as regclass's input splits it; PostgreSQL 16 added soft errors.
+inline List *snowflake_qualified_name_list(const char *text) {
+#if PG_VERSION_NUM >= 160000
+    return stringToQualifiedNameList(text, nullptr);
+#else
+    return stringToQualifiedNameList(text);
+#endif
+}
+
+// A tuple descriptor built column by column is finished with TupleDescFinalize() from PostgreSQL
+// 19 on, which computes what its tuples' deforming caches; before 19 there is nothing to finish.
+inline void snowflake_finalize_tuple_desc(TupleDesc description) {
+#if PG_VERSION_NUM >= 190000
+    TupleDescFinalize(description);
+#else
+    (void)description;
 #endif
 }

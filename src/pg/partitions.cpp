@@ -30,6 +30,7 @@ extern "C" {
 #include "nodes/parsenodes.h"
 #include "partitioning/partdefs.h"
 #include "storage/lmgr.h"
+#include "storage/lock.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
@@ -48,10 +49,13 @@ extern "C" {
 #include "core/codec.hpp"
 #include "core/partition_plan.hpp"
 #include "pg/as_owner.hpp"
+#include "pg/compat.hpp"
+#include "pg/partition_setups.hpp"
 
 extern "C" {
 PG_FUNCTION_INFO_V1(snowflake_partition_table);
 PG_FUNCTION_INFO_V1(snowflake_maintain_partitions);
+PG_FUNCTION_INFO_V1(snowflake_run_partition_maintenance);
 }
 
 namespace {
@@ -528,8 +532,8 @@ bool read_setup(const Extension &extension, Oid parent, Setup *setup) {
     Datum values[1] = {ObjectIdGetDatum(parent)};
     if (SPI_execute_with_args(
             psprintf("SELECT every, ahead, retain, time_zone, drop_expired FROM "
-                     "%s.snowflake_partitioned_tables WHERE parent OPERATOR(pg_catalog.=) "
-                     "$1::pg_catalog.regclass",
+                     "%s.snowflake_partitioned_tables WHERE parent::pg_catalog.oid "
+                     "OPERATOR(pg_catalog.=) $1",
                      extension.schema),
             1, types, values, nullptr, false, 0) != SPI_OK_SELECT) {
         elog(ERROR, "snowflake: could not read snowflake_partitioned_tables");
@@ -711,9 +715,11 @@ void maintain_one_of_many(const Report &report, const Extension &extension, Oid 
         (void)set_config_option("lock_timeout", kManyTablesLockTimeout, PGC_USERSET, PGC_S_SESSION,
                                 GUC_ACTION_SAVE, true, 0, false);
         Setup setup;
-        if (!lock_parent(parent, function_name, false)) {
+        // A table dropped since the tables were listed has nothing left to maintain.
+        const bool exists = SearchSysCacheExists1(RELOID, ObjectIdGetDatum(parent));
+        if (exists && !lock_parent(parent, function_name, false)) {
             add_row(table_report, parent, nullptr, "skipped: locked by another session");
-        } else if (read_setup(extension, parent, &setup)) {
+        } else if (exists && read_setup(extension, parent, &setup)) {
             maintain_table(table_report, extension, setup, false);
         }
         AtEOXact_GUC(false, guc_nest_level);
@@ -752,6 +758,29 @@ void maintain_one_of_many(const Report &report, const Extension &extension, Oid 
     tuplestore_end(table_report.store);
 }
 
+// Every table set up whose owner's privileges the caller has, in OID order; first the rows whose
+// table is gone are removed, which the event trigger misses where event triggers do not fire
+// (single-user mode, event_triggers off, a temporary table dropped as its session ends).
+Oid *list_tables_to_maintain(const Extension &extension, int *count) {
+    forget_dropped_setups(extension.config_table);
+    if (SPI_execute(psprintf("SELECT t.parent::pg_catalog.oid FROM "
+                             "%s.snowflake_partitioned_tables AS t JOIN pg_catalog.pg_class "
+                             "AS c ON c.oid OPERATOR(pg_catalog.=) t.parent::pg_catalog.oid "
+                             "WHERE pg_catalog.pg_has_role(c.relowner, 'USAGE') ORDER BY 1",
+                             extension.schema),
+                    true, 0) != SPI_OK_SELECT) {
+        elog(ERROR, "snowflake: could not read snowflake_partitioned_tables");
+    }
+    *count = static_cast<int>(SPI_processed);
+    auto *parents = static_cast<Oid *>(palloc(sizeof(Oid) * (*count + 1)));
+    for (int i = 0; i < *count; i++) {
+        bool is_null = true;
+        parents[i] = DatumGetObjectId(
+            SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &is_null));
+    }
+    return parents;
+}
+
 // Brings one table, or every table set up that the caller may maintain, up to its setup.
 extern "C" Datum snowflake_maintain_partitions(PG_FUNCTION_ARGS) {
     constexpr char kName[] = "snowflake_maintain_partitions()";
@@ -769,22 +798,7 @@ extern "C" Datum snowflake_maintain_partitions(PG_FUNCTION_ARGS) {
         parents[0] = PG_GETARG_OID(0);
         parent_count = 1;
     } else {
-        // Every table set up that still exists and whose owner's privileges the caller has.
-        if (SPI_execute(psprintf("SELECT t.parent::pg_catalog.oid FROM "
-                                 "%s.snowflake_partitioned_tables AS t JOIN pg_catalog.pg_class "
-                                 "AS c ON c.oid OPERATOR(pg_catalog.=) t.parent::pg_catalog.oid "
-                                 "WHERE pg_catalog.pg_has_role(c.relowner, 'USAGE') ORDER BY 1",
-                                 extension.schema),
-                        true, 0) != SPI_OK_SELECT) {
-            elog(ERROR, "snowflake: could not read snowflake_partitioned_tables");
-        }
-        parent_count = static_cast<int>(SPI_processed);
-        parents = static_cast<Oid *>(palloc(sizeof(Oid) * (parent_count + 1)));
-        for (int i = 0; i < parent_count; i++) {
-            bool is_null = true;
-            parents[i] = DatumGetObjectId(
-                SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &is_null));
-        }
+        parents = list_tables_to_maintain(extension, &parent_count);
     }
     if (!PG_ARGISNULL(0)) {
         maintain_named_table(report, extension, parents[0], kName);
@@ -795,4 +809,116 @@ extern "C" Datum snowflake_maintain_partitions(PG_FUNCTION_ARGS) {
     SPI_finish();
     AtEOXact_GUC(false, guc_nest_level);
     return static_cast<Datum>(0);
+}
+
+// The lock that keeps one role's runs of the procedure in this database from overlapping: an
+// advisory lock that no SQL function can take (pg_locks shows it with classid the configuration
+// table's OID, objid the role's and objsubid 3, where pg_advisory_lock() uses 1 and 2), so that
+// no role can hold it to keep another role's scheduled runs from maintaining anything.
+constexpr uint16 kRunLockKind = 3;
+LOCKTAG run_lock(const Extension &extension) {
+    LOCKTAG tag;
+    SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, extension.config_table, GetUserId(), kRunLockKind);
+    return tag;
+}
+
+// The report's row as a notice, since a procedure returns no rows.
+void notify_row(TupleTableSlot *slot) {
+    slot_getallattrs(slot);
+    const char *parent = table_text(DatumGetObjectId(slot->tts_values[0]));
+    const char *action = TextDatumGetCString(slot->tts_values[2]);
+    if (slot->tts_isnull[1]) {
+        ereport(NOTICE, (errmsg("%s: %s", parent, action)));
+    } else {
+        ereport(NOTICE,
+                (errmsg("%s: %s %s", parent, action, TextDatumGetCString(slot->tts_values[1]))));
+    }
+}
+
+// The report's columns, as snowflake_maintain_partitions() returns them.
+TupleDesc report_columns() {
+    TupleDesc columns = CreateTemplateTupleDesc(3);
+    TupleDescInitEntry(columns, 1, "parent", REGCLASSOID, -1, 0);
+    TupleDescInitEntry(columns, 2, "partition", TEXTOID, -1, 0);
+    TupleDescInitEntry(columns, 3, "action", TEXTOID, -1, 0);
+    snowflake_finalize_tuple_desc(columns);
+    return columns;
+}
+
+// Maintains every table set up that the caller may maintain, each table in a transaction of its
+// own, as snowflake_maintain_partitions() maintains one of many: the DETACH of one table keeps its
+// inserts out only until that table's commit, and a table another session holds costs the run
+// about a second (lock_timeout) and no other table anything (doc/reference.md "Scheduling").
+extern "C" Datum snowflake_run_partition_maintenance(PG_FUNCTION_ARGS) {
+    constexpr char kName[] = "snowflake_run_partition_maintenance()";
+    const auto *call = reinterpret_cast<const CallContext *>(fcinfo->context);
+    if (call == nullptr || !IsA(call, CallContext) || call->atomic) {
+        ereport(ERROR,
+                (errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+                 errmsg("%s commits after each table and cannot run inside a transaction block "
+                        "or a function",
+                        kName),
+                 errhint("CALL it on its own, or use SELECT * FROM "
+                         "snowflake_maintain_partitions() inside a transaction.")));
+    }
+    refuse_old_snapshot(kName);
+    SPI_connect_ext(SPI_OPT_NONATOMIC);
+    // Pinned for this first transaction's reads, and again in each table's: a commit ends it.
+    int guc_nest_level = NewGUCNestLevel();
+    (void)set_config_option("search_path", kPinnedSearchPath, PGC_USERSET, PGC_S_SESSION,
+                            GUC_ACTION_SAVE, true, 0, false);
+    const Extension extension = find_extension();
+    const LOCKTAG lock = run_lock(extension);
+    if (LockAcquire(&lock, ExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL) {
+        ereport(NOTICE,
+                (errmsg("%s did nothing: another run of it by role %s is in progress in this "
+                        "database",
+                        kName, quote_identifier(GetUserNameFromId(GetUserId(), false))),
+                 errhint("Leave the tables to that run; pg_locks shows the session that holds "
+                         "its advisory lock.")));
+        AtEOXact_GUC(false, guc_nest_level);
+        SPI_finish();
+        PG_RETURN_VOID();
+    }
+    const TupleDesc columns = report_columns();
+    const MemoryContext run_memory = CurrentMemoryContext;
+    PG_TRY();
+    {
+        int parent_count = 0;
+        const Oid *parents = list_tables_to_maintain(extension, &parent_count);
+        AtEOXact_GUC(false, guc_nest_level);
+        SPI_commit();
+        for (int i = 0; i < parent_count; i++) {
+            // This table's allocations, freed once it is committed.
+            const MemoryContext table_memory = AllocSetContextCreate(
+                run_memory, "snowflake table maintenance", ALLOCSET_DEFAULT_SIZES);
+            MemoryContextSwitchTo(table_memory);
+            guc_nest_level = NewGUCNestLevel();
+            (void)set_config_option("search_path", kPinnedSearchPath, PGC_USERSET, PGC_S_SESSION,
+                                    GUC_ACTION_SAVE, true, 0, false);
+            const Report report{tuplestore_begin_heap(false, false, work_mem), columns, kName};
+            maintain_one_of_many(report, extension, parents[i], kName);
+            TupleTableSlot *slot = MakeSingleTupleTableSlot(columns, &TTSOpsMinimalTuple);
+            while (tuplestore_gettupleslot(report.store, true, false, slot)) {
+                notify_row(slot);
+            }
+            ExecDropSingleTupleTableSlot(slot);
+            tuplestore_end(report.store);
+            AtEOXact_GUC(false, guc_nest_level);
+            SPI_commit();
+            MemoryContextSwitchTo(run_memory);
+            MemoryContextDelete(table_memory);
+        }
+    }
+    PG_CATCH();
+    {
+        // A session lock outlives the transaction's abort: released here, or no later run of
+        // this role would start while the session lasts.
+        LockRelease(&lock, ExclusiveLock, true);
+        PG_RE_THROW();
+    }
+    PG_END_TRY();
+    LockRelease(&lock, ExclusiveLock, true);
+    SPI_finish();
+    PG_RETURN_VOID();
 }

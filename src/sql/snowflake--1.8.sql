@@ -316,10 +316,45 @@ COMMENT ON FUNCTION snowflake_convert_column(regclass, name, regtype) IS
 -- A table range-partitioned on its Snowflake key, kept ahead of the clock and trimmed by a
 -- retention (doc/reference.md "Time partitions", doc/design.md "Time partitions").
 
+-- The table a row of snowflake_partitioned_tables sets up (version 1.8): an OID, read and written
+-- by name as regclass is, except that its input reads a bare number (what pg_dump writes for a
+-- table dropped before the dump) or a name this database has no table of as no table, so that a
+-- restore never applies a setup to a relation that merely has that OID (doc/design.md "Time
+-- partitions"). Casts to oid and regclass are implicit and binary, so it compares, indexes and
+-- passes as they do; from regclass it comes on assignment.
+CREATE TYPE snowflake_partitioned_table;
+
+CREATE FUNCTION snowflake_partitioned_table_in(cstring) RETURNS snowflake_partitioned_table
+    AS 'MODULE_PATHNAME', 'snowflake_partitioned_table_in' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_partitioned_table_out(snowflake_partitioned_table) RETURNS cstring
+    AS 'MODULE_PATHNAME', 'snowflake_partitioned_table_out' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+
+CREATE TYPE snowflake_partitioned_table (
+    INPUT = snowflake_partitioned_table_in,
+    OUTPUT = snowflake_partitioned_table_out,
+    LIKE = pg_catalog.regclass
+);
+COMMENT ON TYPE snowflake_partitioned_table IS
+    'The table a row of snowflake_partitioned_tables sets up: an OID written as the table''s name, whose input reads a bare number or the name of no table as no table, so that a restore never re-aims a setup at another table';
+COMMENT ON FUNCTION snowflake_partitioned_table_in(cstring) IS
+    'Reads a table''s name as regclass does; a bare number, - or the name of no table is read as no table (OID 0)';
+COMMENT ON FUNCTION snowflake_partitioned_table_out(snowflake_partitioned_table) IS
+    'Writes the table''s name as regclass does';
+
+CREATE CAST (snowflake_partitioned_table AS oid) WITHOUT FUNCTION AS IMPLICIT;
+CREATE CAST (snowflake_partitioned_table AS regclass) WITHOUT FUNCTION AS IMPLICIT;
+CREATE CAST (regclass AS snowflake_partitioned_table) WITHOUT FUNCTION AS ASSIGNMENT;
+COMMENT ON CAST (snowflake_partitioned_table AS oid) IS
+    'Implicit and binary, so that the column compares and is indexed as an oid';
+COMMENT ON CAST (snowflake_partitioned_table AS regclass) IS
+    'Implicit and binary, so that the column passes where a regclass is taken';
+COMMENT ON CAST (regclass AS snowflake_partitioned_table) IS
+    'On assignment, as the functions write a row: a regclass is a table that exists';
+
 -- One row per table set up, written only by snowflake_partition_table() (as this table's owner);
 -- pg_dump and pg_restore keep its rows, since it is a configuration table of the extension.
 CREATE TABLE snowflake_partitioned_tables (
-    parent regclass PRIMARY KEY,
+    parent snowflake_partitioned_table PRIMARY KEY,
     every interval NOT NULL,
     ahead integer NOT NULL CHECK (ahead BETWEEN 0 AND 1000),
     retain interval,
@@ -330,6 +365,27 @@ COMMENT ON TABLE snowflake_partitioned_tables IS
     'The tables set up for time partitions by snowflake_partition_table(): the interval, how many partitions to keep ahead of the current one, the retention, the time zone of the boundaries and whether expired partitions are dropped after they are detached';
 SELECT pg_catalog.pg_extension_config_dump('snowflake_partitioned_tables', '');
 GRANT SELECT ON snowflake_partitioned_tables TO PUBLIC;
+
+-- C: a row whose parent the type's input read as no table is left out, with a warning that names
+-- its setup, rather than kept pointing at no table (doc/design.md "Time partitions").
+CREATE FUNCTION snowflake_leave_out_setup_without_table() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'snowflake_leave_out_setup_without_table' LANGUAGE C;
+COMMENT ON FUNCTION snowflake_leave_out_setup_without_table() IS
+    'Trigger of snowflake_partitioned_tables: leaves out, with a warning, a row whose table the input read as no table (a dump''s number for a dropped table, or a table the restore left out)';
+CREATE TRIGGER snowflake_leave_out_setup_without_table
+    BEFORE INSERT OR UPDATE ON snowflake_partitioned_tables
+    FOR EACH ROW EXECUTE FUNCTION snowflake_leave_out_setup_without_table();
+
+-- C: after any DROP, removes the rows whose table is gone, as the configuration table's owner,
+-- whoever dropped it, so that no row outlives its table and a dump never holds one.
+CREATE FUNCTION snowflake_forget_dropped_setups() RETURNS event_trigger
+    AS 'MODULE_PATHNAME', 'snowflake_forget_dropped_setups' LANGUAGE C;
+COMMENT ON FUNCTION snowflake_forget_dropped_setups() IS
+    'Event trigger on sql_drop: removes the rows of snowflake_partitioned_tables whose table is gone';
+CREATE EVENT TRIGGER snowflake_forget_dropped_setups ON sql_drop
+    EXECUTE FUNCTION snowflake_forget_dropped_setups();
+COMMENT ON EVENT TRIGGER snowflake_forget_dropped_setups IS
+    'Removes the setup of a table set up for time partitions when the table is dropped';
 
 -- C, so that every statement on the table runs as its owner in a security-restricted operation
 -- (doc/design.md "Time partitions"). VOLATILE: it creates, attaches and detaches tables.
@@ -355,12 +411,22 @@ RETURNS TABLE (parent regclass, partition text, action text)
 COMMENT ON FUNCTION snowflake_maintain_partitions(regclass) IS
     'Brings a table set up by snowflake_partition_table(), or every such table whose owner the caller acts for, up to its setup: creates the partitions missing up to ahead periods past the current one and detaches (or drops) those older than the retention, never one holding a newer row; idempotent; returns what it did, or nothing to do';
 
+-- For the scheduler (version 1.8): every table set up that the caller may maintain, each in a
+-- transaction of its own that commits before the next begins, so that no lock of one table's
+-- step outlives that step. C, as snowflake_maintain_partitions(); CALL it on its own, not in a
+-- transaction block. It holds an advisory lock of the caller's role for as long as it runs: a
+-- second run by the same role meanwhile does nothing (doc/reference.md "Scheduling").
+CREATE PROCEDURE snowflake_run_partition_maintenance()
+    AS 'MODULE_PATHNAME', 'snowflake_run_partition_maintenance' LANGUAGE C;
+COMMENT ON PROCEDURE snowflake_run_partition_maintenance() IS
+    'Maintains every table set up for time partitions whose owner the caller acts for, committing after each table, and does nothing while another run of the same role is in progress; reports what it did as notices';
+
 -- How far ahead each table's partitions reach, for monitoring: reaches_until is the end of the
 -- unbroken run of partitions from the one that holds now() (now() itself when none does, so that
 -- time_left is zero), since an insert past the first gap fails however far later ones reach.
 CREATE VIEW snowflake_partition_reach AS
-SELECT t.parent, t.every, t.ahead, t.retain, t.time_zone, t.drop_expired,
-       r.partitions,
+SELECT t.parent::pg_catalog.regclass AS parent, t.every, t.ahead, t.retain, t.time_zone,
+       t.drop_expired, r.partitions,
        snowflake_timestamp(r.lower_id) AS reaches_from,
        r.reaches_until,
        r.reaches_until OPERATOR(pg_catalog.-) pg_catalog.now() AS time_left

@@ -181,11 +181,11 @@ SELECT * FROM snowflake_partition_table('events', '1 hour', 1);
         q(UPDATE snowflake_partitioned_tables SET ahead = 4 WHERE parent = 'events'::regclass));
     $cron->safe_psql('postgres', q(
 SELECT cron.schedule('snowflake-partitions', '* * * * *',
-                     'SELECT * FROM snowflake_maintain_partitions()');
+                     'CALL snowflake_run_partition_maintenance()');
 ));
     ok($cron->poll_query_until('postgres',
             q(SELECT count(*) = 5 FROM pg_inherits WHERE inhparent = 'events'::regclass)),
-        "pg_cron's run of snowflake_maintain_partitions() created the partitions (from $before)");
+        "pg_cron's run of snowflake_run_partition_maintenance() created the partitions (from $before)");
     is($cron->safe_psql('postgres',
             q(SELECT status FROM cron.job_run_details ORDER BY runid LIMIT 1)),
         'succeeded', 'and the job succeeded');

@@ -101,5 +101,19 @@ TEST(IsExpired, OnlyWhenTheWholeRangeIsOlder) {
     EXPECT_FALSE(is_expired({100, 200}, 199));
 }
 
+TEST(NamesNoTable, ABareNumberOrADashOnly) {
+    EXPECT_TRUE(names_no_table("16384"));
+    EXPECT_TRUE(names_no_table(" 16384 "));
+    EXPECT_TRUE(names_no_table("0"));
+    EXPECT_TRUE(names_no_table("-"));
+    EXPECT_FALSE(names_no_table(""));
+    EXPECT_FALSE(names_no_table(" "));
+    EXPECT_FALSE(names_no_table("events"));
+    EXPECT_FALSE(names_no_table("\"16384\""));
+    EXPECT_FALSE(names_no_table("public.16384"));
+    EXPECT_FALSE(names_no_table("16384x"));
+    EXPECT_FALSE(names_no_table("-1"));
+}
+
 }  // namespace
 }  // namespace snowflake

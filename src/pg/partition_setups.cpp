@@ -1,0 +1,129 @@
+// The lifecycle of a row of snowflake_partitioned_tables (version 1.8): the type of its parent
+// column, which a restore never reads as another table; the trigger that leaves out a restored
+// row whose table is not there; and the event trigger that removes the row of a dropped table.
+// doc/design.md "Time partitions" says why a regclass column was not enough.
+//
+// A row names its table by OID. pg_dump writes a column by its output function, which gives a
+// table's name while the table exists and its bare number once it is gone, and pg_restore reads
+// it back by the input function. As a regclass, that number became whatever relation has that
+// OID in the restored cluster (another role's table, to which the setup's retention was then
+// applied), or collided with a set-up table's row and failed the whole table's restore. Here the
+// input reads a bare number, or a name this database has no table of, as no table, and the
+// trigger leaves such a row out with a warning; the event trigger keeps rows from pointing at
+// dropped tables at all, so that a dump taken from 1.8 has no number to write.
+
+extern "C" {
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "commands/event_trigger.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/regproc.h"
+}
+
+#include "core/partition_plan.hpp"
+#include "pg/as_owner.hpp"
+#include "pg/compat.hpp"
+#include "pg/partition_setups.hpp"
+
+extern "C" {
+PG_FUNCTION_INFO_V1(snowflake_partitioned_table_in);
+PG_FUNCTION_INFO_V1(snowflake_partitioned_table_out);
+PG_FUNCTION_INFO_V1(snowflake_leave_out_setup_without_table);
+PG_FUNCTION_INFO_V1(snowflake_forget_dropped_setups);
+}
+
+// Reads a table's name as regclass does, but a bare number (what pg_dump writes for a table
+// dropped before the dump), "-" or a name this database has no table of as no table, so that a
+// restore never applies a setup to a relation that merely has the same OID.
+extern "C" Datum snowflake_partitioned_table_in(PG_FUNCTION_ARGS) {
+    const char *text = PG_GETARG_CSTRING(0);
+    if (snowflake::names_no_table(text)) {
+        PG_RETURN_OID(InvalidOid);
+    }
+    List *names = snowflake_qualified_name_list(text);
+    PG_RETURN_OID(RangeVarGetRelid(makeRangeVarFromNameList(names), NoLock, true));
+}
+
+// Writes the table as regclass does: its name, schema-qualified where search_path does not find
+// it, so that a restore reads it back as the same table.
+extern "C" Datum snowflake_partitioned_table_out(PG_FUNCTION_ARGS) {
+    return DirectFunctionCall1(regclassout, PG_GETARG_DATUM(0));
+}
+
+// Before a row goes into snowflake_partitioned_tables: one whose table the input found no table
+// for (a restore of a dump that held a dropped table's row, or that left the table out) is left
+// out with a warning naming its setup, instead of being applied to no table, or colliding.
+extern "C" Datum snowflake_leave_out_setup_without_table(PG_FUNCTION_ARGS) {
+    if (!CALLED_AS_TRIGGER(fcinfo)) {
+        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+                        errmsg("snowflake_leave_out_setup_without_table() is a trigger"),
+                        errhint("Leave it on snowflake_partitioned_tables, where the extension "
+                                "put it.")));
+    }
+    const auto *trigger_data = reinterpret_cast<TriggerData *>(fcinfo->context);
+    HeapTuple row = TRIGGER_FIRED_BY_UPDATE(trigger_data->tg_event) ? trigger_data->tg_newtuple
+                                                                    : trigger_data->tg_trigtuple;
+    const TupleDesc description = RelationGetDescr(trigger_data->tg_relation);
+    bool is_null = true;
+    const Oid parent = DatumGetObjectId(heap_getattr(row, 1, description, &is_null));
+    if (is_null || OidIsValid(parent)) {
+        return PointerGetDatum(row);
+    }
+    const char *retain = SPI_getvalue(row, description, 4);
+    ereport(WARNING,
+            (errcode(ERRCODE_UNDEFINED_TABLE),
+             errmsg("left out a row of snowflake_partitioned_tables whose table is not in this "
+                    "database: every %s, ahead %s, retain %s, time zone %s",
+                    SPI_getvalue(row, description, 2), SPI_getvalue(row, description, 3),
+                    retain == nullptr ? "NULL" : retain, SPI_getvalue(row, description, 5)),
+             errdetail("Its table was written as a number, which pg_dump writes for a table "
+                       "dropped before the dump, or by a name this database has no table of; "
+                       "reading it as a table could apply the setup to another table."),
+             errhint("If its table was restored under another name, set it up again with "
+                     "snowflake_partition_table().")));
+    return Datum(0);
+}
+
+// Removes the rows of snowflake_partitioned_tables whose table is gone, as the configuration
+// table's owner: no row may outlive its table, whose OID a later table could be given (in a
+// read-only transaction none is removed: such a row is never maintained anyway).
+void forget_dropped_setups(Oid config_table) {
+    if (XactReadOnly) {
+        return;
+    }
+    const char *statement = psprintf(
+        "DELETE FROM %s.%s AS t WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class AS c "
+        "WHERE c.oid OPERATOR(pg_catalog.=) t.parent::pg_catalog.oid)",
+        quote_identifier(get_namespace_name(get_rel_namespace(config_table))),
+        quote_identifier(get_rel_name(config_table)));
+    const OwnerContext context = begin_as_owner(owner_of(config_table));
+    if (SPI_execute(statement, false, 0) != SPI_OK_DELETE) {
+        elog(ERROR, "snowflake: could not run: %s", statement);
+    }
+    end_as_owner(context);
+}
+
+// After any DROP in the database: a dropped table's setup goes with it, whoever dropped it.
+extern "C" Datum snowflake_forget_dropped_setups(PG_FUNCTION_ARGS) {
+    if (!CALLED_AS_EVENT_TRIGGER(fcinfo)) {
+        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+                        errmsg("snowflake_forget_dropped_setups() is an event trigger"),
+                        errhint("Leave it to the event trigger the extension made.")));
+    }
+    const Oid config_table = get_relname_relid("snowflake_partitioned_tables",
+                                               get_func_namespace(fcinfo->flinfo->fn_oid));
+    // Gone when the DROP was of the extension itself.
+    if (OidIsValid(config_table)) {
+        SPI_connect();
+        forget_dropped_setups(config_table);
+        SPI_finish();
+    }
+    PG_RETURN_VOID();
+}
