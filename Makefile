@@ -26,6 +26,7 @@ OBJS = \
 	src/pg/keys_read.o \
 	src/pg/library_objects.o \
 	src/pg/module.o \
+	src/pg/partition_bounds.o \
 	src/pg/partition_setups.o \
 	src/pg/partitions.o \
 	src/pg/peer_query.o \
@@ -47,7 +48,7 @@ DOCS = doc/design.md doc/operations.md doc/performance.md doc/reference.md doc/s
 
 # pg_regress, pg_isolation_regress and prove each start their own throwaway servers.
 REGRESS = codec generate info errors time_predicates partitioning peers convert type convert_type \
-	partitions \
+	partitions partition_zones \
 	install
 REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=test/snowflake.conf
 ISOLATION = interleaved_order time_predicates_sessions

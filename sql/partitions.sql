@@ -60,6 +60,34 @@ CREATE TABLE events_far PARTITION OF events
 SELECT partitions, reaches_until = date_trunc('month', now()) + interval '4 months' AS reach
 FROM snowflake_partition_reach WHERE parent = 'events'::regclass;
 DROP TABLE events_far;
+-- The view reads bounds as maintenance does (snowflake_partition_ranges()). A partition FROM
+-- (MINVALUE) that holds now() starts the run; a sub-partitioned partition takes rows only with a
+-- default partition or hash partitions for every remainder; a default partition takes any row.
+CREATE TABLE edges (id bigint NOT NULL) PARTITION BY RANGE (id);
+SELECT count(*) FROM snowflake_partition_table('edges', '1 month', 0);
+DO $$ BEGIN EXECUTE format('DROP TABLE %s', (SELECT partition FROM snowflake_partition_ranges('edges'))); END $$;
+CREATE TABLE edges_min PARTITION OF edges
+    FOR VALUES FROM (MINVALUE) TO (snowflake_min_id(date_trunc('month', now()) + interval '1 month'));
+CREATE TABLE edges_next PARTITION OF edges
+    FOR VALUES FROM (snowflake_min_id(date_trunc('month', now()) + interval '1 month'))
+    TO (snowflake_min_id(date_trunc('month', now()) + interval '2 months')) PARTITION BY HASH (id);
+SELECT partition, lower_id IS NULL AS from_minvalue, starts = '-infinity' AS from_the_beginning,
+       takes_rows
+FROM snowflake_partition_ranges('edges') ORDER BY upper_id;
+SELECT partitions, reaches_from, reaches_until = date_trunc('month', now()) + interval '1 month'
+    AS reach_ends_before_the_childless_partition
+FROM snowflake_partition_reach WHERE parent = 'edges'::regclass;
+CREATE TABLE edges_next_0 PARTITION OF edges_next FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+SELECT reaches_until = date_trunc('month', now()) + interval '1 month' AS half_the_hash_is_a_gap
+FROM snowflake_partition_reach WHERE parent = 'edges'::regclass;
+CREATE TABLE edges_next_1 PARTITION OF edges_next FOR VALUES WITH (MODULUS 4, REMAINDER 1);
+CREATE TABLE edges_next_3 PARTITION OF edges_next FOR VALUES WITH (MODULUS 4, REMAINDER 3);
+SELECT reaches_until = date_trunc('month', now()) + interval '2 months' AS every_remainder_reaches
+FROM snowflake_partition_reach WHERE parent = 'edges'::regclass;
+CREATE TABLE edges_default PARTITION OF edges DEFAULT;
+SELECT partitions, reaches_until, time_left FROM snowflake_partition_reach
+WHERE parent = 'edges'::regclass;
+DROP TABLE edges;
 
 -- snowflake_timestamp(id) predicates prune to the partitions they touch.
 EXPLAIN (COSTS OFF) SELECT count(*) FROM events
@@ -251,6 +279,79 @@ SELECT parent, action ~ '^(created|failed: )' AS reported, action ~ '^failed: ' 
 FROM snowflake_maintain_partitions() WHERE parent IN ('zoned'::regclass, 'hers.paths'::regclass)
 ORDER BY 1::text, 2;
 SELECT count(*) AS zoned_partitions FROM pg_inherits WHERE inhparent = 'zoned'::regclass;
+
+-- Her code that raises query_canceled itself (an index expression, folded when a new partition's
+-- index is built, that does so under the maintenance of every table) fails her table alone: only
+-- a cancel that the server raised ends the call.
+CREATE FUNCTION hers.cancels(integer) RETURNS integer LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    IF pg_catalog.current_setting('lock_timeout') = '1s' THEN
+        RAISE EXCEPTION 'not a real cancel' USING ERRCODE = 'query_canceled';
+    END IF;
+    RETURN $1;
+END
+$$;
+ALTER FUNCTION hers.cancels(integer) OWNER TO partition_owner;
+CREATE TABLE hers.cancelling (id bigint NOT NULL, v integer) PARTITION BY RANGE (id);
+ALTER TABLE hers.cancelling OWNER TO partition_owner;
+SELECT count(*) > 0 AS set_up FROM snowflake_partition_table('hers.cancelling', '1 day', 0);
+CREATE INDEX ON hers.cancelling ((v + hers.cancels(1)));
+CREATE TABLE after_cancelling (id bigint NOT NULL) PARTITION BY RANGE (id);
+SELECT count(*) > 0 AS set_up FROM snowflake_partition_table('after_cancelling', '1 day', 0);
+UPDATE snowflake_partitioned_tables SET ahead = 1
+WHERE parent IN ('hers.cancelling'::regclass, 'after_cancelling'::regclass);
+SELECT parent, action FROM snowflake_maintain_partitions()
+WHERE parent IN ('hers.cancelling'::regclass, 'after_cancelling'::regclass) ORDER BY 1::text, 2;
+SELECT count(*) AS partitions_after_hers FROM pg_inherits
+WHERE inhparent = 'after_cancelling'::regclass;
+
+-- The configuration table's trigger is its own: no role but its owner may use it, and on
+-- another table or as a statement trigger it refuses instead of reading a row it does not have.
+CREATE TABLE hers.strangers (x integer);
+ALTER TABLE hers.strangers OWNER TO partition_stranger;
+SET ROLE partition_stranger;
+CREATE TRIGGER t BEFORE INSERT ON hers.strangers FOR EACH STATEMENT
+    EXECUTE FUNCTION snowflake_leave_out_setup_without_table();
+RESET ROLE;
+CREATE TABLE misused (x integer);
+CREATE TRIGGER t BEFORE INSERT ON misused FOR EACH STATEMENT
+    EXECUTE FUNCTION snowflake_leave_out_setup_without_table();
+INSERT INTO misused VALUES (1);
+DROP TABLE misused;
+
+-- Two parents whose names share their first 54 bytes both get partitions: a name cut to fit is
+-- followed by a tag of the whole name. A relation that has the name of a partition to be made is
+-- named before anything is created.
+CREATE TABLE long_name_of_a_parent_that_needs_cutting_when_partitioned_a (id bigint NOT NULL)
+    PARTITION BY RANGE (id);
+CREATE TABLE long_name_of_a_parent_that_needs_cutting_when_partitioned_b (id bigint NOT NULL)
+    PARTITION BY RANGE (id);
+SELECT count(DISTINCT p.partition) AS partitions,
+       max(length(split_part(p.partition, '.', 2))) = 63 AS fit,
+       bool_and(p.partition ~
+                '^partitions\.long_name_of_a_parent_that_needs_cutting_when_[0-9a-f]{8}_p\d{4}_\d{2}$')
+           AS tagged
+FROM unnest(ARRAY['long_name_of_a_parent_that_needs_cutting_when_partitioned_a',
+                  'long_name_of_a_parent_that_needs_cutting_when_partitioned_b']::regclass[]) AS t,
+     LATERAL snowflake_partition_table(t, '1 month', 0) AS p;
+CREATE TABLE squat (id bigint NOT NULL) PARTITION BY RANGE (id);
+DO $$
+BEGIN
+    EXECUTE format('CREATE TABLE %I (x integer)', 'squat_p'
+                   || to_char(date_trunc('month', now() AT TIME ZONE 'UTC') + interval '1 month',
+                              'YYYY_MM'));
+    PERFORM snowflake_partition_table('squat', '1 month', 1);
+EXCEPTION WHEN duplicate_table THEN
+    RAISE NOTICE 'refused: %', regexp_replace(SQLERRM, '\d{4}_\d{2}', 'YYYY_MM', 'g');
+END
+$$;
+SELECT count(*) AS squat_partitions FROM pg_inherits WHERE inhparent = 'squat'::regclass;
+SELECT count(*) AS squat_setups FROM snowflake_partitioned_tables WHERE parent = 'squat'::regclass;
+
+-- A temporary table is refused: maintenance in other sessions could not reach it.
+CREATE TEMP TABLE passing (id bigint NOT NULL) PARTITION BY RANGE (id);
+SELECT * FROM snowflake_partition_table('passing', '1 day');
+DROP TABLE passing;
 
 -- Not set up.
 SELECT * FROM snowflake_maintain_partitions('odd');

@@ -2,9 +2,12 @@
 
 #include "core/partition_plan.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstring>
+
+#include "core/layout.hpp"
 
 namespace snowflake {
 
@@ -123,6 +126,57 @@ size_t period_of(const int64_t *boundaries, size_t boundary_count, int64_t id) {
 
 bool is_expired(const IdRange &range, int64_t retention_start_id) {
     return range.upper <= retention_start_id;
+}
+
+// FNV-1a over the name's bytes: no table, seed or platform dependence.
+void partition_name_tag(const char *parent_name, size_t length, char *out, size_t size) {
+    uint32_t hash = 2166136261u;
+    for (size_t i = 0; i < length; i++) {
+        hash = (hash ^ static_cast<unsigned char>(parent_name[i])) * 16777619u;
+    }
+    std::snprintf(out, size, "_%08x", static_cast<unsigned>(hash));
+}
+
+// Ids below 0 are not Snowflake ids: the range's time begins at the epoch.
+int64_t first_whole_ms(int64_t lower_id) {
+    if (lower_id <= 0) {
+        return kEpochUnixMs;
+    }
+    const int64_t offset = lower_id >> kTimestampShift;
+    const bool whole = (lower_id & kBelowTimestampMask) == 0;
+    return kEpochUnixMs + offset + (whole ? 0 : 1);
+}
+
+// The ids of the upper bound's millisecond below it are held, but not that millisecond whole.
+int64_t end_ms(int64_t upper_id) {
+    if (upper_id <= 0) {
+        return kEpochUnixMs;
+    }
+    return kEpochUnixMs + (upper_id >> kTimestampShift);
+}
+
+// Each remainder of the largest modulus is tried against every bound: count times the modulus.
+bool hash_bounds_cover(const HashBound *bounds, size_t count, int32_t limit) {
+    int32_t largest = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (bounds[i].modulus <= 0) {
+            return false;
+        }
+        largest = std::max(largest, bounds[i].modulus);
+    }
+    if (largest == 0 || largest > limit) {
+        return false;
+    }
+    for (int32_t remainder = 0; remainder < largest; remainder++) {
+        bool taken = false;
+        for (size_t i = 0; i < count && !taken; i++) {
+            taken = remainder % bounds[i].modulus == bounds[i].remainder;
+        }
+        if (!taken) {
+            return false;
+        }
+    }
+    return true;
 }
 
 // A name is never all digits unquoted: regclass's output quotes a name that begins with a digit.

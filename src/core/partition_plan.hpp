@@ -36,6 +36,15 @@ inline constexpr size_t kPartitionSuffixSize = 32;
 // _p2026_12_01_13 (hour), _p2026w49 (ISO week); returns its length.
 size_t partition_suffix(PartitionUnit unit, const PeriodStart &start, char *out, size_t size);
 
+// Length of the tag partition_name_tag() writes, with its terminating zero.
+inline constexpr size_t kPartitionNameTagSize = 10;
+
+// Writes the tag that keeps the partition names of a parent whose name is cut apart from another
+// parent's that begins alike: _ and eight hex digits of a hash of the parent's whole name
+// (FNV-1a), the same in every cluster, so that a restored table's later partitions are named as
+// its earlier ones were.
+void partition_name_tag(const char *parent_name, size_t length, char *out, size_t size);
+
 // A partition's range of ids, lower bound included, upper bound excluded.
 struct IdRange {
     int64_t lower;
@@ -67,6 +76,25 @@ size_t period_of(const int64_t *boundaries, size_t boundary_count, int64_t id);
 // Whether a partition's whole range is older than the retention: every id it can hold is below
 // the first id of the retention's start.
 bool is_expired(const IdRange &range, int64_t retention_start_id);
+
+// The Unix milliseconds from which every id of a partition is inside its range: the first whole
+// millisecond at or after its lower bound (the epoch for a bound at or below id 0).
+int64_t first_whole_ms(int64_t lower_id);
+
+// The Unix millisecond at which a partition's range ends: the millisecond of its upper bound,
+// which the range no longer holds whole (the epoch for a bound at or below id 0).
+int64_t end_ms(int64_t upper_id);
+
+// A hash partition's bound: rows whose key hashes to remainder modulo modulus go into it.
+struct HashBound {
+    int32_t modulus;
+    int32_t remainder;
+};
+
+// Whether hash partitions take every row: every remainder modulo the largest modulus is some
+// partition's remainder modulo its own (PostgreSQL requires each modulus to divide the larger
+// ones). A largest modulus above limit is answered false, without checking each remainder.
+bool hash_bounds_cover(const HashBound *bounds, size_t count, int32_t limit);
 
 // Whether a table's text as pg_dump writes it (regclass's output) names no table: a bare number,
 // spaces around it allowed, is what it writes for an OID of no relation, and "-" for OID 0.

@@ -61,13 +61,22 @@ extern "C" Datum snowflake_partitioned_table_out(PG_FUNCTION_ARGS) {
 // for (a restore of a dump that held a dropped table's row, or that left the table out) is left
 // out with a warning naming its setup, instead of being applied to no table, or colliding.
 extern "C" Datum snowflake_leave_out_setup_without_table(PG_FUNCTION_ARGS) {
-    if (!CALLED_AS_TRIGGER(fcinfo)) {
+    const auto *trigger_data = reinterpret_cast<TriggerData *>(fcinfo->context);
+    const bool is_its_trigger = CALLED_AS_TRIGGER(fcinfo) &&
+                                TRIGGER_FIRED_BEFORE(trigger_data->tg_event) &&
+                                TRIGGER_FIRED_FOR_ROW(trigger_data->tg_event) &&
+                                (TRIGGER_FIRED_BY_INSERT(trigger_data->tg_event) ||
+                                 TRIGGER_FIRED_BY_UPDATE(trigger_data->tg_event)) &&
+                                RelationGetRelid(trigger_data->tg_relation) ==
+                                    get_relname_relid("snowflake_partitioned_tables",
+                                                      get_func_namespace(fcinfo->flinfo->fn_oid));
+    if (!is_its_trigger) {
         ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-                        errmsg("snowflake_leave_out_setup_without_table() is a trigger"),
+                        errmsg("snowflake_leave_out_setup_without_table() is the row trigger "
+                               "before INSERT or UPDATE on snowflake_partitioned_tables"),
                         errhint("Leave it on snowflake_partitioned_tables, where the extension "
                                 "put it.")));
     }
-    const auto *trigger_data = reinterpret_cast<TriggerData *>(fcinfo->context);
     HeapTuple row = TRIGGER_FIRED_BY_UPDATE(trigger_data->tg_event) ? trigger_data->tg_newtuple
                                                                     : trigger_data->tg_trigtuple;
     const TupleDesc description = RelationGetDescr(trigger_data->tg_relation);
@@ -98,11 +107,16 @@ void forget_dropped_setups(Oid config_table) {
     if (XactReadOnly) {
         return;
     }
+    const char *table =
+        psprintf("%s.%s", quote_identifier(get_namespace_name(get_rel_namespace(config_table))),
+                 quote_identifier(get_rel_name(config_table)));
+    // A row another transaction holds (its own DROP's removal, not yet committed) is left to it,
+    // never awaited: no role's open transaction may hold up other roles' drops.
     const char *statement = psprintf(
-        "DELETE FROM %s.%s AS t WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class AS c "
-        "WHERE c.oid OPERATOR(pg_catalog.=) t.parent::pg_catalog.oid)",
-        quote_identifier(get_namespace_name(get_rel_namespace(config_table))),
-        quote_identifier(get_rel_name(config_table)));
+        "DELETE FROM %s AS t WHERE t.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT d.ctid FROM "
+        "%s AS d WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class AS c WHERE c.oid "
+        "OPERATOR(pg_catalog.=) d.parent::pg_catalog.oid) FOR UPDATE SKIP LOCKED))",
+        table, table);
     const OwnerContext context = begin_as_owner(owner_of(config_table));
     if (SPI_execute(statement, false, 0) != SPI_OK_DELETE) {
         elog(ERROR, "snowflake: could not run: %s", statement);

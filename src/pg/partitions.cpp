@@ -29,17 +29,20 @@ extern "C" {
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "partitioning/partdefs.h"
+#include "pgtime.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/guc.h"
+#include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/partcache.h"
 #include "utils/resowner.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
+#include "utils/timeout.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 }
@@ -50,12 +53,14 @@ extern "C" {
 #include "core/partition_plan.hpp"
 #include "pg/as_owner.hpp"
 #include "pg/compat.hpp"
+#include "pg/partition_bounds.hpp"
 #include "pg/partition_setups.hpp"
 
 extern "C" {
 PG_FUNCTION_INFO_V1(snowflake_partition_table);
 PG_FUNCTION_INFO_V1(snowflake_maintain_partitions);
 PG_FUNCTION_INFO_V1(snowflake_run_partition_maintenance);
+PG_FUNCTION_INFO_V1(snowflake_partition_boundaries);
 }
 
 namespace {
@@ -182,6 +187,7 @@ bool lock_parent(Oid relation, const char *function_name, bool wait) {
         const Oid owner = form->relowner;
         const char kind = form->relkind;
         const bool is_partition = form->relispartition;
+        const bool is_temporary = form->relpersistence == RELPERSISTENCE_TEMP;
         ReleaseSysCache(tuple);
         if (!has_privs_of_role(GetUserId(), owner)) {
             ereport(ERROR,
@@ -189,6 +195,13 @@ bool lock_parent(Oid relation, const char *function_name, bool wait) {
                      errmsg("must be owner of table %s", table_text(relation)),
                      errhint("Run %s as the table's owner, or as a member of the owner's role.",
                              function_name)));
+        }
+        if (is_temporary) {
+            ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                            errmsg("%s is a temporary table", table_text(relation)),
+                            errdetail("Maintenance runs in other sessions, which cannot create its "
+                                      "partitions, and its setup would outlive it unnoticed."),
+                            errhint("Partition a permanent or unlogged table.")));
         }
         if (kind != RELKIND_PARTITIONED_TABLE || is_partition) {
             ereport(ERROR,
@@ -232,16 +245,6 @@ AttrNumber read_key(Oid parent, const Extension &extension) {
     return attnum;
 }
 
-// A range bound's single value; false for MINVALUE or MAXVALUE.
-bool bound_value(List *datums, int64 *value) {
-    const auto *datum = castNode(PartitionRangeDatum, linitial(datums));
-    if (datum->kind != PARTITION_RANGE_DATUM_VALUE) {
-        return false;
-    }
-    *value = DatumGetInt64(castNode(Const, datum->value)->constvalue);
-    return true;
-}
-
 // Refuses a table with a default partition: ATTACH of a new range would scan it under lock, and
 // a row in it inside the new range would make the ATTACH fail.
 void refuse_default_partition(Oid parent, Oid partition) {
@@ -280,53 +283,48 @@ Partition *read_partitions(const Setup &setup, int *count) {
     ListCell *cell = nullptr;
     foreach (cell, children) {
         const Oid child = lfirst_oid(cell);
-        HeapTuple tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(child));
-        if (!HeapTupleIsValid(tuple)) {
+        PartitionBounds bounds;
+        if (!read_partition_bounds(child, &bounds)) {
             continue;
         }
-        bool is_null = true;
-        const Datum bound = SysCacheGetAttr(RELOID, tuple, Anum_pg_class_relpartbound, &is_null);
-        auto *spec = is_null
-                         ? nullptr
-                         : castNode(PartitionBoundSpec, stringToNode(TextDatumGetCString(bound)));
-        ReleaseSysCache(tuple);
-        if (spec == nullptr) {
-            continue;
-        }
-        if (spec->is_default) {
+        if (bounds.is_default) {
             refuse_default_partition(setup.parent, child);
         }
-        Partition &partition = partitions[*count];
-        partition.relation = child;
-        if (!bound_value(spec->lowerdatums, &partition.range.lower) ||
-            !bound_value(spec->upperdatums, &partition.range.upper) || partition.range.lower < 0) {
+        if (!bounds.has_lower || !bounds.has_upper || bounds.lower < 0) {
             refuse_misaligned(setup, child, "MINVALUE, MAXVALUE or a negative id");
         }
+        partitions[*count] = Partition{child, IdRange{bounds.lower, bounds.upper}};
         (*count)++;
     }
     return partitions;
 }
 
 // The boundaries, computed by PostgreSQL in the table's time zone as its owner: from the period
-// of the id first_id to the end of the period ahead periods after the current one (now is the
-// transaction's start, as now() says), or to the id last_id if that is later (a partition made
-// further ahead). Months, weeks and days are added in local time (a day of 23 or 25 hours, a month
-// of 28 to 31 days); hours in absolute time. Fills each boundary's first id and the fields that
-// name the period it starts.
+// of the id first_id to the end of the period ahead periods after the one that holds now, or to
+// the id last_id if that is later (a partition made further ahead). Months, weeks and days start
+// at local midnight, counted on the local calendar from the first (a day of 23 or 25 hours, a
+// month of 28 to 31 days; where midnight does not exist, the day starts when the clock jumps past
+// it); hours start where the local clock shows minute 0, found on a quarter-hour grid of absolute
+// time, so that they last an hour wherever the offset changes by whole hours, and 90 minutes
+// across a change of half an hour (Australia/Lord_Howe). Both depend only on the instant, never
+// on where the series began, so that boundaries computed after the retention has removed the
+// oldest partitions are those computed before. Fills each boundary's first id and the fields
+// that name the period it starts.
 int compute_boundaries(const Report &report, const Extension &extension, const Setup &setup,
-                       Oid owner, int64 first_id, int64 last_id, int64 **boundary_ids,
-                       snowflake::PeriodStart **starts) {
+                       Oid owner, int64 first_id, int64 last_id, TimestampTz now,
+                       int64 **boundary_ids, snowflake::PeriodStart **starts) {
     const char *series =
         setup.unit == PartitionUnit::kHour
             ? "SELECT b, b AT TIME ZONE 'UTC' FROM pg_catalog.generate_series("
-              "pg_catalog.date_trunc($4, %s.snowflake_timestamp($1), $3), "
-              "GREATEST(pg_catalog.date_trunc($4, $2, $3) "
-              "+ ($6 + 1) * $5, %s.snowflake_timestamp($7)), $5) AS b"
+              "pg_catalog.date_trunc('hour', %s.snowflake_timestamp($1), 'UTC') "
+              "- interval '2 hours', "
+              "GREATEST(pg_catalog.date_trunc('hour', $2, 'UTC') + ($6 + 3) * $5, "
+              "%s.snowflake_timestamp($7)), interval '15 minutes') AS b "
+              "WHERE pg_catalog.date_part('minute', b AT TIME ZONE $3) OPERATOR(pg_catalog.=) 0"
             : "SELECT l AT TIME ZONE $3, l FROM pg_catalog.generate_series("
-              "pg_catalog.date_trunc($4, %s.snowflake_timestamp($1), $3) AT TIME ZONE $3, "
-              "GREATEST((pg_catalog.date_trunc($4, $2, $3) "
-              "AT TIME ZONE $3) + ($6 + 1) * $5, %s.snowflake_timestamp($7) AT TIME ZONE $3), "
-              "$5) AS l";
+              "pg_catalog.date_trunc($4, %s.snowflake_timestamp($1) AT TIME ZONE $3), "
+              "GREATEST(pg_catalog.date_trunc($4, $2 AT TIME ZONE $3) + ($6 + 1) * $5, "
+              "%s.snowflake_timestamp($7) AT TIME ZONE $3), $5) AS l";
     char *statement = psprintf(
         "SELECT %s.snowflake_min_id(q.b), pg_catalog.date_part('year', q.l)::int, "
         "pg_catalog.date_part('month', q.l)::int, pg_catalog.date_part('day', q.l)::int, "
@@ -335,7 +333,7 @@ int compute_boundaries(const Report &report, const Extension &extension, const S
         extension.schema, psprintf(series, extension.schema, extension.schema), kMaxBoundaries + 1);
     Oid types[7] = {INT8OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, INTERVALOID, INT4OID, INT8OID};
     Datum values[7] = {Int64GetDatum(first_id),
-                       TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()),
+                       TimestampTzGetDatum(now),
                        CStringGetTextDatum(setup.time_zone),
                        CStringGetTextDatum(snowflake::partition_unit_name(setup.unit)),
                        setup.every,
@@ -375,18 +373,53 @@ void add_row(const Report &report, Oid parent, const char *partition, const char
     tuplestore_putvalues(report.store, report.tupdesc, values, nulls);
 }
 
+// The name of the partition of the period that starts at start: the parent's name and the
+// period's suffix; where both do not fit in a name, the parent's name is cut and followed by a
+// tag of its whole name, so that two parents beginning alike never share a partition name.
+char *partition_name(const Setup &setup, const snowflake::PeriodStart &start) {
+    char suffix[snowflake::kPartitionSuffixSize];
+    const int suffix_length =
+        static_cast<int>(snowflake::partition_suffix(setup.unit, start, suffix, sizeof(suffix)));
+    const char *parent_name = get_rel_name(setup.parent);
+    const int parent_length = static_cast<int>(strlen(parent_name));
+    if (parent_length + suffix_length <= NAMEDATALEN - 1) {
+        return psprintf("%s%s", parent_name, suffix);
+    }
+    char tag[snowflake::kPartitionNameTagSize];
+    snowflake::partition_name_tag(parent_name, static_cast<size_t>(parent_length), tag,
+                                  sizeof(tag));
+    const int base_length =
+        pg_mbcliplen(parent_name, parent_length,
+                     NAMEDATALEN - 1 - suffix_length - static_cast<int>(strlen(tag)));
+    return psprintf("%.*s%s%s", base_length, parent_name, tag, suffix);
+}
+
+// Refuses, before anything is created, a partition name that a relation of the parent's schema
+// already has (a table of the owner's, or another parent's partition whose tag collides).
+void refuse_taken_name(const Setup &setup, const char *name) {
+    const Oid schema = get_rel_namespace(setup.parent);
+    if (!OidIsValid(get_relname_relid(name, schema))) {
+        return;
+    }
+    const char *qualified =
+        psprintf("%s.%s", quote_identifier(get_namespace_name(schema)), quote_identifier(name));
+    ereport(ERROR,
+            (errcode(ERRCODE_DUPLICATE_TABLE),
+             errmsg("the partition %s of %s cannot be created: a relation of that name exists",
+                    qualified, table_text(setup.parent)),
+             errdetail("%s is not a partition of %s, and nothing was created or detached.",
+                       qualified, table_text(setup.parent)),
+             errhint("Rename or drop %s, or attach it if it spans that period, then call the "
+                     "function again.",
+                     qualified)));
+}
+
 // Creates the partition of one period as a table of its own (its owner's, in the parent's schema)
 // with a CHECK of its bounds, attaches it (ShareUpdateExclusiveLock on the parent: inserts go on;
 // the CHECK spares the scan), then drops the CHECK. Returns its name.
 char *create_partition(const Report &report, const Setup &setup, Oid owner, AttrNumber key_attnum,
-                       int64 lower, int64 upper, const snowflake::PeriodStart &start) {
-    char suffix[snowflake::kPartitionSuffixSize];
-    const size_t suffix_length =
-        snowflake::partition_suffix(setup.unit, start, suffix, sizeof(suffix));
+                       int64 lower, int64 upper, const char *name) {
     const char *parent_name = get_rel_name(setup.parent);
-    const int base_length = pg_mbcliplen(parent_name, static_cast<int>(strlen(parent_name)),
-                                         NAMEDATALEN - 1 - static_cast<int>(suffix_length));
-    char *name = psprintf("%.*s%s", base_length, parent_name, suffix);
     const char *schema = quote_identifier(get_namespace_name(get_rel_namespace(setup.parent)));
     char *qualified = psprintf("%s.%s", schema, quote_identifier(name));
     const char *parent = psprintf("%s.%s", schema, quote_identifier(parent_name));
@@ -479,8 +512,9 @@ void maintain_table(const Report &report, const Extension &extension, const Setu
     }
     int64 *boundaries = nullptr;
     snowflake::PeriodStart *starts = nullptr;
-    const int boundary_count = compute_boundaries(report, extension, setup, owner, first_id,
-                                                  last_id, &boundaries, &starts);
+    const int boundary_count =
+        compute_boundaries(report, extension, setup, owner, first_id, last_id,
+                           GetCurrentTransactionStartTimestamp(), &boundaries, &starts);
     auto *ranges = static_cast<IdRange *>(palloc(sizeof(IdRange) * (count + 1)));
     for (int i = 0; i < count; i++) {
         ranges[i] = partitions[i].range;
@@ -508,10 +542,18 @@ void maintain_table(const Report &report, const Extension &extension, const Setu
     bool *missing = static_cast<bool *>(palloc0(sizeof(bool) * boundary_count));
     snowflake::missing_periods(ranges, static_cast<size_t>(count), boundaries, boundary_total,
                                first_period, end_period, missing);
+    // Every name is chosen and checked before the first partition is created.
+    char **names = static_cast<char **>(palloc0(sizeof(char *) * boundary_count));
+    for (int period = 0; period + 1 < boundary_count; period++) {
+        if (missing[period]) {
+            names[period] = partition_name(setup, starts[period]);
+            refuse_taken_name(setup, names[period]);
+        }
+    }
     for (int period = 0; period + 1 < boundary_count; period++) {
         if (missing[period]) {
             char *name = create_partition(report, setup, owner, key_attnum, boundaries[period],
-                                          boundaries[period + 1], starts[period]);
+                                          boundaries[period + 1], names[period]);
             add_row(report, setup.parent, name, "created");
             did_something = true;
         }
@@ -583,6 +625,75 @@ void refuse_old_snapshot(const char *function_name) {
     }
 }
 
+// The names of pg_timezone_names, read once per backend (reading them loads every zone's file)
+// and again when a name is not among them, so that a zone added to the server's time zone data
+// since is found.
+HTAB *zone_names = nullptr;
+
+// Reads every name of pg_timezone_names into zone_names.
+void read_zone_names() {
+    if (zone_names == nullptr) {
+        HASHCTL control{};
+        control.keysize = TZ_STRLEN_MAX + 1;
+        control.entrysize = TZ_STRLEN_MAX + 1;
+        zone_names =
+            hash_create("snowflake time zone names", 1024, &control, HASH_ELEM | HASH_STRINGS);
+    }
+    if (SPI_execute("SELECT name FROM pg_catalog.pg_timezone_names", true, 0) != SPI_OK_SELECT) {
+        elog(ERROR, "snowflake: could not read pg_timezone_names");
+    }
+    for (uint64 i = 0; i < SPI_processed; i++) {
+        const char *name = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+        if (name != nullptr && strlen(name) <= TZ_STRLEN_MAX) {
+            (void)hash_search(zone_names, name, HASH_ENTER, nullptr);
+        }
+    }
+}
+
+// Whether the time zone is a name of pg_timezone_names.
+bool is_zone_name(const char *time_zone) {
+    if (strlen(time_zone) > TZ_STRLEN_MAX) {
+        return false;
+    }
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (zone_names != nullptr && hash_search(zone_names, time_zone, HASH_FIND, nullptr)) {
+            return true;
+        }
+        if (attempt == 0) {
+            read_zone_names();
+        }
+    }
+    return false;
+}
+
+// Refuses a time zone that is not a name of pg_timezone_names: only a zone's name means the same
+// in every session (an abbreviation depends on the session's timezone_abbreviations, and a POSIX
+// offset such as UTC+99 on no rule at all).
+void refuse_unnamed_zone(const char *time_zone) {
+    if (!is_zone_name(time_zone)) {
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                 errmsg("time zone \"%s\" is not the name of a time zone", time_zone),
+                 errhint("Name one of pg_timezone_names, such as 'UTC' or 'Europe/Berlin': an "
+                         "abbreviation or an offset would align the partitions differently in "
+                         "another session.")));
+    }
+}
+
+// The unit of an interval argument, refused unless it is one hour, day, week or month.
+PartitionUnit unit_of_argument(Datum every, const char *function_name) {
+    const Interval *interval = DatumGetIntervalP(every);
+    PartitionUnit unit = PartitionUnit::kMonth;
+    if (!snowflake::partition_unit_of(interval->month, interval->day, interval->time, &unit)) {
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                 errmsg("%s partitions by one hour, day, week or month, not %s", function_name,
+                        DatumGetCString(DirectFunctionCall1(interval_out, every))),
+                 errhint("Pass '1 hour', '1 day', '1 week' or '1 month'.")));
+    }
+    return unit;
+}
+
 }  // namespace
 
 // Sets a table up for time partitions and brings it up to date at once (doc/reference.md).
@@ -600,13 +711,7 @@ extern "C" Datum snowflake_partition_table(PG_FUNCTION_ARGS) {
     Setup setup;
     setup.parent = PG_GETARG_OID(0);
     setup.every = PG_GETARG_DATUM(1);
-    const Interval *every = PG_GETARG_INTERVAL_P(1);
-    if (!snowflake::partition_unit_of(every->month, every->day, every->time, &setup.unit)) {
-        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                        errmsg("%s partitions by one hour, day, week or month, not %s", kName,
-                               DatumGetCString(DirectFunctionCall1(interval_out, setup.every))),
-                        errhint("Pass '1 hour', '1 day', '1 week' or '1 month'.")));
-    }
+    setup.unit = unit_of_argument(setup.every, kName);
     setup.ahead = PG_GETARG_INT32(2);
     if (setup.ahead < 0 || setup.ahead > 1000) {
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -635,36 +740,17 @@ extern "C" Datum snowflake_partition_table(PG_FUNCTION_ARGS) {
     SPI_connect();
     const Extension extension = find_extension();
     lock_parent(setup.parent, kName, true);
-    // Only a zone's name means the same in every session: an abbreviation depends on the
-    // session's timezone_abbreviations, and a POSIX offset such as UTC+99 on no rule at all.
-    Oid zone_type[1] = {TEXTOID};
-    Datum zone[1] = {CStringGetTextDatum(setup.time_zone)};
-    (void)SPI_execute_with_args(
-        "SELECT EXISTS (SELECT FROM pg_catalog.pg_timezone_names "
-        "WHERE name OPERATOR(pg_catalog.=) $1)",
-        1, zone_type, zone, nullptr, true, 0);
-    bool zone_is_null = true;
-    if (!DatumGetBool(
-            SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &zone_is_null))) {
-        ereport(ERROR,
-                (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                 errmsg("time zone \"%s\" is not the name of a time zone", setup.time_zone),
-                 errhint("Name one of pg_timezone_names, such as 'UTC' or 'Europe/Berlin': an "
-                         "abbreviation or an offset would align the partitions differently in "
-                         "another session.")));
-    }
+    refuse_unnamed_zone(setup.time_zone);
     Oid types[6] = {OIDOID, INTERVALOID, INT4OID, INTERVALOID, TEXTOID, BOOLOID};
-    Datum values[6] = {ObjectIdGetDatum(setup.parent),
-                       setup.every,
-                       Int32GetDatum(setup.ahead),
-                       setup.retain,
-                       zone[0],
-                       BoolGetDatum(setup.drop_expired)};
+    Datum values[6] = {ObjectIdGetDatum(setup.parent),       setup.every,
+                       Int32GetDatum(setup.ahead),           setup.retain,
+                       CStringGetTextDatum(setup.time_zone), BoolGetDatum(setup.drop_expired)};
     const char nulls[7] = {' ', ' ', ' ', setup.has_retain ? ' ' : 'n', ' ', ' ', '\0'};
     run_as_owner(report, owner_of(extension.config_table),
                  psprintf("INSERT INTO %s.snowflake_partitioned_tables AS t (parent, every, ahead, "
                           "retain, time_zone, drop_expired) VALUES ($1::pg_catalog.regclass, $2, "
-                          "$3, $4, $5, $6) ON CONFLICT (parent) DO UPDATE SET every = "
+                          "$3, $4, $5, $6) ON CONFLICT (parent) WHERE parent::pg_catalog.oid "
+                          "OPERATOR(pg_catalog.<>) 0::pg_catalog.oid DO UPDATE SET every = "
                           "excluded.every, ahead = excluded.ahead, retain = excluded.retain, "
                           "time_zone = excluded.time_zone, drop_expired = excluded.drop_expired",
                           extension.schema),
@@ -693,6 +779,31 @@ void maintain_named_table(const Report &report, const Extension &extension, Oid 
 // How long maintenance of every table waits for a lock of one of them.
 constexpr char kManyTablesLockTimeout[] = "1s";
 
+// How long maintenance of every table gives one of them: her code (an index expression that a
+// new partition's index evaluates) runs in the maintainer's session, and must not hold up the
+// tables after hers for longer.
+constexpr int kManyTablesTimeLimitMs = 10000;
+
+// Set by the timer when one table's time is up, before the cancel it asks for is raised.
+volatile sig_atomic_t table_time_is_up = false;
+
+// Asks for a cancel, as statement_timeout does, and notes that it was this timer's.
+void table_time_limit_reached() {
+    table_time_is_up = true;
+    QueryCancelPending = true;
+    InterruptPending = true;
+    SetLatch(MyLatch);
+}
+
+// The timer of one table's time limit, registered once per backend.
+TimeoutId table_time_limit() {
+    static TimeoutId timer = MAX_TIMEOUTS;
+    if (timer == MAX_TIMEOUTS) {
+        timer = RegisterTimeout(USER_TIMEOUT, table_time_limit_reached);
+    }
+    return timer;
+}
+
 // One of every table set up, in a subtransaction of its own: a table another session holds is
 // left for the next call rather than awaited (the call may hold locks on tables it has
 // maintained), and a table whose maintenance fails is reported, with a warning, and rolled back
@@ -706,6 +817,8 @@ void maintain_one_of_many(const Report &report, const Extension &extension, Oid 
                               report.function_name};
     BeginInternalSubTransaction(nullptr);
     MemoryContextSwitchTo(context);
+    table_time_is_up = false;
+    enable_timeout_after(table_time_limit(), kManyTablesTimeLimitMs);
     PG_TRY();
     {
         // A lock this table's steps wait for (a partition's, or the parent's for a DETACH, which
@@ -723,6 +836,7 @@ void maintain_one_of_many(const Report &report, const Extension &extension, Oid 
             maintain_table(table_report, extension, setup, false);
         }
         AtEOXact_GUC(false, guc_nest_level);
+        disable_timeout(table_time_limit(), false);
         ReleaseCurrentSubTransaction();
         MemoryContextSwitchTo(context);
         CurrentResourceOwner = owner;
@@ -734,24 +848,48 @@ void maintain_one_of_many(const Report &report, const Extension &extension, Oid 
     }
     PG_CATCH();
     {
+        disable_timeout(table_time_limit(), false);
         MemoryContextSwitchTo(context);
         ErrorData *error = CopyErrorData();
         FlushErrorState();
         RollbackAndReleaseCurrentSubTransaction();
         MemoryContextSwitchTo(context);
         CurrentResourceOwner = owner;
-        // A cancel or statement_timeout is the caller's, not this table's: it ends the call.
-        if (error->sqlerrcode == ERRCODE_QUERY_CANCELED) {
+        // A cancel or statement_timeout is the caller's, not this table's: it ends the call. Only
+        // one that the interrupt handler raised, and not for this table's time limit, so that the
+        // owner's code cannot end the maintenance of the tables after hers by raising
+        // query_canceled itself, nor by running past the limit.
+        const bool interrupted = error->sqlerrcode == ERRCODE_QUERY_CANCELED &&
+                                 error->funcname != nullptr &&
+                                 strcmp(error->funcname, "ProcessInterrupts") == 0;
+        // The timer's cancel is the one ProcessInterrupts words as a user's request (in the
+        // server's language); a statement_timeout that ran out meanwhile is worded as its own.
+        const bool over_time =
+            interrupted && table_time_is_up &&
+            strcmp(error->message, _("canceling statement due to user request")) == 0;
+        if (interrupted && !over_time) {
             ReThrowError(error);
         }
-        ereport(WARNING,
-                (errcode(error->sqlerrcode),
-                 errmsg("time partitions of %s were not maintained: %s", table_text(parent),
-                        error->message),
-                 errhint("Call snowflake_maintain_partitions('%s') to see the whole error; the "
-                         "other tables were maintained.",
-                         table_text(parent))));
-        add_row(report, parent, nullptr, psprintf("failed: %s", error->message));
+        if (over_time) {
+            error->message = psprintf(
+                "took longer than %d s, the limit of one table in the "
+                "maintenance of every table",
+                kManyTablesTimeLimitMs / 1000);
+        }
+        // A table dropped since the tables were listed has nothing left to maintain.
+        const bool dropped = error->sqlerrcode == ERRCODE_UNDEFINED_TABLE &&
+                             !SearchSysCacheExists1(RELOID, ObjectIdGetDatum(parent));
+        if (!dropped) {
+            ereport(WARNING,
+                    (errcode(error->sqlerrcode),
+                     errmsg("time partitions of %s were not maintained: %s", table_text(parent),
+                            error->message),
+                     errhint("Call snowflake_maintain_partitions('%s') to see the whole error "
+                             "(it maintains that table alone, without a time limit); the other "
+                             "tables were maintained.",
+                             table_text(parent))));
+            add_row(report, parent, nullptr, psprintf("failed: %s", error->message));
+        }
         FreeErrorData(error);
     }
     PG_END_TRY();
@@ -766,7 +904,8 @@ Oid *list_tables_to_maintain(const Extension &extension, int *count) {
     if (SPI_execute(psprintf("SELECT t.parent::pg_catalog.oid FROM "
                              "%s.snowflake_partitioned_tables AS t JOIN pg_catalog.pg_class "
                              "AS c ON c.oid OPERATOR(pg_catalog.=) t.parent::pg_catalog.oid "
-                             "WHERE pg_catalog.pg_has_role(c.relowner, 'USAGE') ORDER BY 1",
+                             "WHERE pg_catalog.pg_has_role(c.relowner, 'USAGE') "
+                             "AND c.relpersistence OPERATOR(pg_catalog.<>) 't' ORDER BY 1",
                              extension.schema),
                     true, 0) != SPI_OK_SELECT) {
         elog(ERROR, "snowflake: could not read snowflake_partitioned_tables");
@@ -862,6 +1001,7 @@ extern "C" Datum snowflake_run_partition_maintenance(PG_FUNCTION_ARGS) {
                          "snowflake_maintain_partitions() inside a transaction.")));
     }
     refuse_old_snapshot(kName);
+    PreventCommandIfReadOnly("CALL snowflake_run_partition_maintenance()");
     SPI_connect_ext(SPI_OPT_NONATOMIC);
     // Pinned for this first transaction's reads, and again in each table's: a commit ends it.
     int guc_nest_level = NewGUCNestLevel();
@@ -921,4 +1061,69 @@ extern "C" Datum snowflake_run_partition_maintenance(PG_FUNCTION_ARGS) {
     LockRelease(&lock, ExclusiveLock, true);
     SPI_finish();
     PG_RETURN_VOID();
+}
+
+// The timestamptz of a boundary's first id.
+Datum boundary_time(int64 id) {
+    return TimestampTzGetDatum(snowflake::pg_us_from_unix_ms(snowflake::decode(id).parts.unix_ms));
+}
+
+// The periods that snowflake_partition_table() would make for an interval and a time zone from
+// the one that holds since through the one that holds until, computed as maintenance computes
+// them, so that a boundary can be checked (or a setup foreseen) without a table.
+extern "C" Datum snowflake_partition_boundaries(PG_FUNCTION_ARGS) {
+    constexpr char kName[] = "snowflake_partition_boundaries()";
+    Setup setup{};
+    setup.every = PG_GETARG_DATUM(0);
+    setup.unit = unit_of_argument(setup.every, kName);
+    setup.time_zone = text_to_cstring(PG_GETARG_TEXT_PP(1));
+    const TimestampTz since = PG_GETARG_TIMESTAMPTZ(2);
+    const TimestampTz until = PG_GETARG_TIMESTAMPTZ(3);
+    if (TIMESTAMP_NOT_FINITE(since) || TIMESTAMP_NOT_FINITE(until) || until < since) {
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("%s needs finite times, since no later than until", kName),
+                        errhint("Pass since and until such as now() and now() + interval "
+                                "'1 year'.")));
+    }
+    InitMaterializedSRF(fcinfo, 0);
+    const auto *result = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
+    const int guc_nest_level = NewGUCNestLevel();
+    (void)set_config_option("search_path", kPinnedSearchPath, PGC_USERSET, PGC_S_SESSION,
+                            GUC_ACTION_SAVE, true, 0, false);
+    SPI_connect();
+    const Extension extension = find_extension();
+    refuse_unnamed_zone(setup.time_zone);
+    const int64 first_id =
+        snowflake::min_id_at_or_after(snowflake::unix_ms_floor_from_pg_us(since));
+    const int64 last_id = snowflake::min_id_at_or_after(snowflake::unix_ms_floor_from_pg_us(until));
+    // Two periods past until, so that the series holds the end of the period that holds it.
+    const TimestampTz series_end = DatumGetTimestampTz(
+        DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(until),
+                            DirectFunctionCall2(interval_mul, setup.every, Float8GetDatum(2.0))));
+    const int64 series_end_id =
+        snowflake::min_id_at_or_after(snowflake::unix_ms_floor_from_pg_us(series_end));
+    int64 *boundaries = nullptr;
+    snowflake::PeriodStart *starts = nullptr;
+    const Report report{nullptr, nullptr, kName};
+    const int count = compute_boundaries(report, extension, setup, GetUserId(), first_id,
+                                         series_end_id, since, &boundaries, &starts);
+    for (int period = 0; period + 1 < count; period++) {
+        if (boundaries[period + 1] <= first_id ||
+            (boundaries[period] >= last_id && boundaries[period] > first_id)) {
+            continue;
+        }
+        char suffix[snowflake::kPartitionSuffixSize];
+        (void)snowflake::partition_suffix(setup.unit, starts[period], suffix, sizeof(suffix));
+        Datum values[3];
+        bool nulls[3] = {};
+        int i = 0;
+        values[i++] = boundary_time(boundaries[period]);
+        values[i++] = boundary_time(boundaries[period + 1]);
+        values[i++] = CStringGetTextDatum(suffix);
+        Assert(i == 3);
+        tuplestore_putvalues(result->setResult, result->setDesc, values, nulls);
+    }
+    SPI_finish();
+    AtEOXact_GUC(false, guc_nest_level);
+    return static_cast<Datum>(0);
 }

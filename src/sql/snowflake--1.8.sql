@@ -354,7 +354,7 @@ COMMENT ON CAST (regclass AS snowflake_partitioned_table) IS
 -- One row per table set up, written only by snowflake_partition_table() (as this table's owner);
 -- pg_dump and pg_restore keep its rows, since it is a configuration table of the extension.
 CREATE TABLE snowflake_partitioned_tables (
-    parent snowflake_partitioned_table PRIMARY KEY,
+    parent snowflake_partitioned_table NOT NULL,
     every interval NOT NULL,
     ahead integer NOT NULL CHECK (ahead BETWEEN 0 AND 1000),
     retain interval,
@@ -363,13 +363,20 @@ CREATE TABLE snowflake_partitioned_tables (
 );
 COMMENT ON TABLE snowflake_partitioned_tables IS
     'The tables set up for time partitions by snowflake_partition_table(): the interval, how many partitions to keep ahead of the current one, the retention, the time zone of the boundaries and whether expired partitions are dropped after they are detached';
+-- One row per table. Unique where parent is a table only: a restore whose trigger is disabled
+-- (pg_restore --disable-triggers) keeps each row it reads as no table (OID 0) rather than failing
+-- the whole table's restore on the second; maintenance then removes them.
+CREATE UNIQUE INDEX snowflake_partitioned_tables_parent_key ON snowflake_partitioned_tables (parent)
+    WHERE parent::pg_catalog.oid OPERATOR(pg_catalog.<>) 0::pg_catalog.oid;
 SELECT pg_catalog.pg_extension_config_dump('snowflake_partitioned_tables', '');
 GRANT SELECT ON snowflake_partitioned_tables TO PUBLIC;
 
 -- C: a row whose parent the type's input read as no table is left out, with a warning that names
--- its setup, rather than kept pointing at no table (doc/design.md "Time partitions").
+-- its setup, rather than kept pointing at no table (doc/design.md "Time partitions"). Not for
+-- PUBLIC: it is this table's trigger, and refuses to be any other's.
 CREATE FUNCTION snowflake_leave_out_setup_without_table() RETURNS trigger
     AS 'MODULE_PATHNAME', 'snowflake_leave_out_setup_without_table' LANGUAGE C;
+REVOKE EXECUTE ON FUNCTION snowflake_leave_out_setup_without_table() FROM PUBLIC;
 COMMENT ON FUNCTION snowflake_leave_out_setup_without_table() IS
     'Trigger of snowflake_partitioned_tables: leaves out, with a warning, a row whose table the input read as no table (a dump''s number for a dropped table, or a table the restore left out)';
 CREATE TRIGGER snowflake_leave_out_setup_without_table
@@ -377,9 +384,11 @@ CREATE TRIGGER snowflake_leave_out_setup_without_table
     FOR EACH ROW EXECUTE FUNCTION snowflake_leave_out_setup_without_table();
 
 -- C: after any DROP, removes the rows whose table is gone, as the configuration table's owner,
--- whoever dropped it, so that no row outlives its table and a dump never holds one.
+-- whoever dropped it, so that no row outlives its table and a dump never holds one. Not for
+-- PUBLIC: only the event trigger calls it.
 CREATE FUNCTION snowflake_forget_dropped_setups() RETURNS event_trigger
     AS 'MODULE_PATHNAME', 'snowflake_forget_dropped_setups' LANGUAGE C;
+REVOKE EXECUTE ON FUNCTION snowflake_forget_dropped_setups() FROM PUBLIC;
 COMMENT ON FUNCTION snowflake_forget_dropped_setups() IS
     'Event trigger on sql_drop: removes the rows of snowflake_partitioned_tables whose table is gone';
 CREATE EVENT TRIGGER snowflake_forget_dropped_setups ON sql_drop
@@ -421,40 +430,57 @@ CREATE PROCEDURE snowflake_run_partition_maintenance()
 COMMENT ON PROCEDURE snowflake_run_partition_maintenance() IS
     'Maintains every table set up for time partitions whose owner the caller acts for, committing after each table, and does nothing while another run of the same role is in progress; reports what it did as notices';
 
+-- The partitions of a table partitioned by range, with their bounds read as maintenance reads
+-- them (version 1.8): C, from the catalog alone, without a lock. STABLE: the catalog can change
+-- between statements. For PUBLIC: bounds are in pg_class, which every role reads.
+CREATE FUNCTION snowflake_partition_ranges(parent regclass)
+RETURNS TABLE (partition regclass, lower_id bigint, upper_id bigint, starts timestamptz,
+               ends timestamptz, takes_rows boolean)
+    AS 'MODULE_PATHNAME', 'snowflake_partition_ranges'
+    LANGUAGE C STABLE STRICT;
+COMMENT ON FUNCTION snowflake_partition_ranges(regclass) IS
+    'The partitions of a table partitioned by range: bounds (NULL for MINVALUE or MAXVALUE, both for a default partition), the time their ids span whole (starts, ends: -infinity and infinity without a bound), and whether a row routed to each finds a table (a sub-partitioned partition does with a default partition or hash partitions for every remainder)';
+
+-- The periods snowflake_partition_table() would make (version 1.8), computed as maintenance
+-- computes them, for an interval and a time zone between two times: to foresee a setup's
+-- partitions and names, or check its boundaries, without a table. C; STABLE: time zone rules can
+-- change between statements. For PUBLIC: it reads no table.
+CREATE FUNCTION snowflake_partition_boundaries(every interval, time_zone text, since timestamptz,
+                                               until timestamptz)
+RETURNS TABLE (starts timestamptz, ends timestamptz, name_suffix text)
+    AS 'MODULE_PATHNAME', 'snowflake_partition_boundaries'
+    LANGUAGE C STABLE STRICT;
+COMMENT ON FUNCTION snowflake_partition_boundaries(interval, text, timestamptz, timestamptz) IS
+    'The periods of one hour, day, week or month in time_zone that time partitions would have, from the one that holds since through the one that holds until: their start, their end and the suffix of their partition''s name';
+
 -- How far ahead each table's partitions reach, for monitoring: reaches_until is the end of the
--- unbroken run of partitions from the one that holds now() (now() itself when none does, so that
--- time_left is zero), since an insert past the first gap fails however far later ones reach.
+-- unbroken run of partitions that take rows from the one that holds now() (now() itself when none
+-- does, so that time_left is zero; infinity, and time_left NULL, when the run ends in MAXVALUE or
+-- a default partition), since an insert past the first gap fails however far later ones reach.
 CREATE VIEW snowflake_partition_reach AS
 SELECT t.parent::pg_catalog.regclass AS parent, t.every, t.ahead, t.retain, t.time_zone,
-       t.drop_expired, r.partitions,
-       snowflake_timestamp(r.lower_id) AS reaches_from,
-       r.reaches_until,
-       r.reaches_until OPERATOR(pg_catalog.-) pg_catalog.now() AS time_left
+       t.drop_expired, r.partitions, r.reaches_from, r.reaches_until,
+       CASE WHEN pg_catalog.isfinite(r.reaches_until)
+            THEN r.reaches_until OPERATOR(pg_catalog.-) pg_catalog.now() END AS time_left
 FROM snowflake_partitioned_tables AS t
 CROSS JOIN LATERAL (
     WITH RECURSIVE bounds AS (
-        SELECT (pg_catalog.regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid),
-                                        'FROM \(''?(\d+)''?\)'))[1]::bigint AS lower_id,
-               (pg_catalog.regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid),
-                                        'TO \(''?(\d+)''?\)'))[1]::bigint AS upper_id
-        FROM pg_catalog.pg_inherits AS i
-        JOIN pg_catalog.pg_class AS c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid
-        WHERE i.inhparent OPERATOR(pg_catalog.=) t.parent::pg_catalog.oid
+        SELECT * FROM snowflake_partition_ranges(t.parent)
     ), run AS (
-        SELECT b.upper_id FROM bounds AS b
-        WHERE snowflake_timestamp(b.lower_id) OPERATOR(pg_catalog.<=) pg_catalog.now()
-          AND snowflake_timestamp(b.upper_id) OPERATOR(pg_catalog.>) pg_catalog.now()
+        SELECT b.upper_id, b.ends FROM bounds AS b
+        WHERE b.takes_rows AND b.starts OPERATOR(pg_catalog.<=) pg_catalog.now()
+          AND b.ends OPERATOR(pg_catalog.>) pg_catalog.now()
         UNION
-        SELECT b.upper_id FROM bounds AS b
+        SELECT b.upper_id, b.ends FROM bounds AS b
         JOIN run ON b.lower_id OPERATOR(pg_catalog.=) run.upper_id
+        WHERE b.takes_rows
     )
-    SELECT pg_catalog.count(b.upper_id) AS partitions, pg_catalog.min(b.lower_id) AS lower_id,
-           COALESCE((SELECT snowflake_timestamp(pg_catalog.max(run.upper_id)) FROM run),
-                    pg_catalog.now()) AS reaches_until
+    SELECT pg_catalog.count(*) AS partitions, pg_catalog.min(b.starts) AS reaches_from,
+           COALESCE((SELECT pg_catalog.max(run.ends) FROM run), pg_catalog.now()) AS reaches_until
     FROM bounds AS b
 ) AS r
 WHERE EXISTS (SELECT FROM pg_catalog.pg_class AS p
               WHERE p.oid OPERATOR(pg_catalog.=) t.parent::pg_catalog.oid);
 COMMENT ON VIEW snowflake_partition_reach IS
-    'Per table set up by snowflake_partition_table(): its setup, how many partitions it has, the start of the oldest, the end of the unbroken run of partitions from now on, and the time left before inserts would find no partition (alert well before it reaches zero)';
+    'Per table set up by snowflake_partition_table(): its setup, how many partitions it has, the start of the oldest, the end of the unbroken run of partitions that take rows from now on, and the time left before inserts would find no partition (alert well before it reaches zero)';
 GRANT SELECT ON snowflake_partition_reach TO PUBLIC;

@@ -2,7 +2,11 @@
 
 #include "core/partition_plan.hpp"
 
+#include "core/layout.hpp"
+
 #include <gtest/gtest.h>
+
+#include <cstring>
 
 namespace snowflake {
 namespace {
@@ -99,6 +103,48 @@ TEST(IsExpired, OnlyWhenTheWholeRangeIsOlder) {
     EXPECT_TRUE(is_expired({100, 200}, 200));
     EXPECT_TRUE(is_expired({100, 200}, 250));
     EXPECT_FALSE(is_expired({100, 200}, 199));
+}
+
+TEST(PartitionNameTag, SameForTheSameNameOnly) {
+    char first[kPartitionNameTagSize];
+    char again[kPartitionNameTagSize];
+    char other[kPartitionNameTagSize];
+    partition_name_tag("events", 6, first, sizeof(first));
+    partition_name_tag("events", 6, again, sizeof(again));
+    partition_name_tag("eventz", 6, other, sizeof(other));
+    EXPECT_STREQ(first, again);
+    EXPECT_STRNE(first, other);
+    EXPECT_EQ(std::strlen(first), kPartitionNameTagSize - 1);
+    EXPECT_EQ(first[0], '_');
+    // FNV-1a's published value for the empty input.
+    partition_name_tag("", 0, first, sizeof(first));
+    EXPECT_STREQ(first, "_811c9dc5");
+}
+
+TEST(PartitionSpan, WholeMillisecondsOnly) {
+    constexpr int64_t kMs = int64_t{1} << kTimestampShift;
+    EXPECT_EQ(first_whole_ms(0), kEpochUnixMs);
+    EXPECT_EQ(first_whole_ms(-5), kEpochUnixMs);
+    EXPECT_EQ(first_whole_ms(7 * kMs), kEpochUnixMs + 7);
+    EXPECT_EQ(first_whole_ms(7 * kMs + 1), kEpochUnixMs + 8);
+    EXPECT_EQ(first_whole_ms(kMaxId), kEpochUnixMs + kMaxTimestampOffset + 1);
+    EXPECT_EQ(end_ms(0), kEpochUnixMs);
+    EXPECT_EQ(end_ms(-5), kEpochUnixMs);
+    EXPECT_EQ(end_ms(7 * kMs), kEpochUnixMs + 7);
+    EXPECT_EQ(end_ms(7 * kMs + 1), kEpochUnixMs + 7);
+    EXPECT_EQ(end_ms(kMaxId), kEpochUnixMs + kMaxTimestampOffset);
+}
+
+TEST(HashBoundsCover, EveryRemainderOfTheLargestModulus) {
+    const HashBound whole[] = {{2, 0}, {4, 1}, {4, 3}};
+    EXPECT_TRUE(hash_bounds_cover(whole, 3, 1024));
+    const HashBound missing[] = {{2, 0}, {4, 1}};
+    EXPECT_FALSE(hash_bounds_cover(missing, 2, 1024));
+    const HashBound one[] = {{1, 0}};
+    EXPECT_TRUE(hash_bounds_cover(one, 1, 1024));
+    EXPECT_FALSE(hash_bounds_cover(nullptr, 0, 1024));
+    const HashBound large[] = {{2048, 0}};
+    EXPECT_FALSE(hash_bounds_cover(large, 1, 1024));
 }
 
 TEST(NamesNoTable, ABareNumberOrADashOnly) {
