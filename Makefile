@@ -31,6 +31,7 @@ OBJS = \
 	src/pg/partitions.o \
 	src/pg/peer_query.o \
 	src/pg/restored_copy.o \
+	src/pg/table_time_limit.o \
 	src/pg/time_predicates.o
 DATA = src/sql/snowflake--1.0.sql src/sql/snowflake--1.0--1.1.sql \
 	src/sql/snowflake--1.1--1.2.sql \

@@ -348,10 +348,30 @@ $$;
 SELECT count(*) AS squat_partitions FROM pg_inherits WHERE inhparent = 'squat'::regclass;
 SELECT count(*) AS squat_setups FROM snowflake_partitioned_tables WHERE parent = 'squat'::regclass;
 
--- A temporary table is refused: maintenance in other sessions could not reach it.
+-- A temporary table is refused: maintenance in other sessions could not reach it; so is one
+-- typed by a temporary type, which goes with its session too.
 CREATE TEMP TABLE passing (id bigint NOT NULL) PARTITION BY RANGE (id);
 SELECT * FROM snowflake_partition_table('passing', '1 day');
 DROP TABLE passing;
+CREATE TYPE pg_temp.passing_row AS (id bigint);
+CREATE TABLE typed_by_passing OF pg_temp.passing_row PARTITION BY RANGE (id);
+SELECT * FROM snowflake_partition_table('typed_by_passing', '1 day');
+DROP TABLE typed_by_passing;
+DROP TYPE pg_temp.passing_row;
+
+-- snowflake_partition_ranges() reads only a table partitioned on one bigint or snowflake column:
+-- another key's bounds are no ids.
+CREATE TABLE ranged_by_text (k text) PARTITION BY RANGE (k);
+CREATE TABLE ranged_by_text_a PARTITION OF ranged_by_text FOR VALUES FROM ('a') TO ('m');
+SELECT count(*) AS rows_of_a_text_key FROM snowflake_partition_ranges('ranged_by_text');
+DROP TABLE ranged_by_text;
+-- snowflake_partition_boundaries() refuses what maintenance would.
+SELECT count(*) FROM snowflake_partition_boundaries('1 hour', 'UTC', '2011-01-01', '2030-01-01');
+SELECT count(*) FROM snowflake_partition_boundaries('1 day', 'UTC', 'infinity', 'infinity');
+SELECT count(*) FROM snowflake_partition_boundaries('1 day', 'UTC', '2026-02-01', '2026-01-01');
+SELECT count(*) FROM snowflake_partition_boundaries('30 days', 'UTC', '2026-01-01', '2026-02-01');
+SELECT count(*) FROM snowflake_partition_boundaries('1 day', 'IST', '2026-01-01', '2026-02-01');
+SELECT count(*) AS days_of_january FROM snowflake_partition_boundaries('1 day', 'UTC', '2026-01-01', '2026-02-01');
 
 -- Not set up.
 SELECT * FROM snowflake_maintain_partitions('odd');

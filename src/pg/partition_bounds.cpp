@@ -10,6 +10,7 @@ extern "C" {
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_partitioned_table.h"
+#include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -24,6 +25,7 @@ extern "C" {
 
 #include "core/codec.hpp"
 #include "core/partition_plan.hpp"
+#include "pg/library_objects.hpp"
 #include "pg/partition_bounds.hpp"
 
 extern "C" {
@@ -71,6 +73,25 @@ char partition_strategy(Oid table) {
     return strategy;
 }
 
+// Whether a table is partitioned by range on one column of type bigint or snowflake, the only
+// keys whose bounds are Snowflake ids (a bound of another type is no int64 at all).
+bool is_keyed_by_id(Oid table, Oid snowflake_type) {
+    HeapTuple tuple = SearchSysCache1(PARTRELID, ObjectIdGetDatum(table));
+    if (!HeapTupleIsValid(tuple)) {
+        return false;
+    }
+    const auto *form = reinterpret_cast<Form_pg_partitioned_table>(GETSTRUCT(tuple));
+    const bool one_column = form->partstrat == PARTITION_STRATEGY_RANGE && form->partnatts == 1 &&
+                            form->partattrs.values[0] != InvalidAttrNumber;
+    const AttrNumber column = one_column ? form->partattrs.values[0] : InvalidAttrNumber;
+    ReleaseSysCache(tuple);
+    if (!one_column) {
+        return false;
+    }
+    const Oid type = get_atttype(table, column);
+    return type == INT8OID || (OidIsValid(snowflake_type) && type == snowflake_type);
+}
+
 // A timestamptz of Unix milliseconds.
 Datum timestamp_of_ms(int64 unix_ms) {
     return TimestampTzGetDatum(snowflake::pg_us_from_unix_ms(unix_ms));
@@ -94,6 +115,24 @@ bool read_partition_bounds(Oid partition, PartitionBounds *bounds) {
     bounds->has_lower = bound_value(spec->lowerdatums, &bounds->lower);
     bounds->has_upper = bound_value(spec->upperdatums, &bounds->upper);
     return true;
+}
+
+// Children whose bound is not a range partition's (none, for a table partitioned by range) are
+// left out.
+int read_range_partitions(Oid parent, RangePartition **partitions) {
+    List *children = find_inheritance_children(parent, NoLock);
+    *partitions = static_cast<RangePartition *>(
+        palloc0(sizeof(RangePartition) * (list_length(children) + 1)));
+    int count = 0;
+    ListCell *cell = nullptr;
+    foreach (cell, children) {
+        RangePartition &partition = (*partitions)[count];
+        partition.relation = lfirst_oid(cell);
+        if (read_partition_bounds(partition.relation, &partition.bounds)) {
+            count++;
+        }
+    }
+    return count;
 }
 
 // Each level of a partition tree is read from the catalog; a deep tree is bounded by the stack.
@@ -127,24 +166,22 @@ bool partition_takes_rows(Oid partition) {
             snowflake::hash_bounds_cover(hash_bounds, hash_count, kMaxCheckedModulus));
 }
 
-// One row per partition of a table partitioned by range: its bounds (NULL for MINVALUE or
-// MAXVALUE, both for a default partition), the time its ids span whole (-infinity, infinity) and
-// whether it takes rows. Read from the catalog without a lock, as monitoring should.
+// One row per partition of a table partitioned by range on its Snowflake key (none for another
+// table): its bounds (NULL for MINVALUE or MAXVALUE, both for a default partition), the time its
+// ids span whole (-infinity, infinity) and whether it takes rows. Read from the catalog without a
+// lock, as monitoring should.
 extern "C" Datum snowflake_partition_ranges(PG_FUNCTION_ARGS) {
     InitMaterializedSRF(fcinfo, 0);
     const auto *result = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
     const Oid parent = PG_GETARG_OID(0);
-    if (partition_strategy(parent) != PARTITION_STRATEGY_RANGE) {
+    if (!is_keyed_by_id(parent, snowflake_id_type_beside(fcinfo->flinfo->fn_oid))) {
         return static_cast<Datum>(0);
     }
-    List *children = find_inheritance_children(parent, NoLock);
-    ListCell *cell = nullptr;
-    foreach (cell, children) {
-        const Oid child = lfirst_oid(cell);
-        PartitionBounds bounds;
-        if (!read_partition_bounds(child, &bounds)) {
-            continue;
-        }
+    RangePartition *partitions = nullptr;
+    const int count = read_range_partitions(parent, &partitions);
+    for (int p = 0; p < count; p++) {
+        const Oid child = partitions[p].relation;
+        const PartitionBounds &bounds = partitions[p].bounds;
         Datum values[6];
         bool nulls[6] = {};
         int i = 0;

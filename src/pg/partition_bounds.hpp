@@ -17,6 +17,16 @@ struct PartitionBounds {
 // relation that is not a partition, or a partition by list or hash.
 bool read_partition_bounds(Oid partition, PartitionBounds *bounds);
 
+// A partition of a table partitioned by range, with its bound.
+struct RangePartition {
+    Oid relation;
+    PartitionBounds bounds;
+};
+
+// The partitions of a table partitioned by range and their bounds, from the catalog alone (a
+// partition being detached is left out, as the parent routes no row to it); returns how many.
+int read_range_partitions(Oid parent, RangePartition **partitions);
+
 // Whether a row routed to the partition finds a table to go into: a partition that is itself
 // partitioned does only with a default partition or hash partitions for every remainder, and
 // then only if each of its partitions does in turn.

@@ -18,6 +18,7 @@ extern "C" {
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
@@ -42,7 +43,6 @@ extern "C" {
 #include "utils/resowner.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
-#include "utils/timeout.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 }
@@ -55,6 +55,7 @@ extern "C" {
 #include "pg/compat.hpp"
 #include "pg/partition_bounds.hpp"
 #include "pg/partition_setups.hpp"
+#include "pg/table_time_limit.hpp"
 
 extern "C" {
 PG_FUNCTION_INFO_V1(snowflake_partition_table);
@@ -169,6 +170,27 @@ Extension find_extension() {
     return extension;
 }
 
+// Whether a type lives in a temporary schema, and goes with its session.
+bool is_temporary_type(Oid type) {
+    HeapTuple tuple = SearchSysCache1(TYPEOID, ObjectIdGetDatum(type));
+    if (!HeapTupleIsValid(tuple)) {
+        return false;
+    }
+    const Oid schema = reinterpret_cast<Form_pg_type>(GETSTRUCT(tuple))->typnamespace;
+    ReleaseSysCache(tuple);
+    return isAnyTempNamespace(schema);
+}
+
+// Whether a column of the table is of a temporary type (dropped columns have none).
+bool has_column_of_temporary_type(Oid relation, int column_count) {
+    for (AttrNumber column = 1; column <= column_count; column++) {
+        if (is_temporary_type(get_atttype(relation, column))) {
+            return true;
+        }
+    }
+    return false;
+}
+
 // The table, checked and locked: the caller must have the privileges of its owner (checked
 // before the lock, so that a stranger cannot lock it, and again once it is held). Its
 // ShareUpdateExclusiveLock conflicts with itself, so maintenance of one table is serialised, and
@@ -187,7 +209,9 @@ bool lock_parent(Oid relation, const char *function_name, bool wait) {
         const Oid owner = form->relowner;
         const char kind = form->relkind;
         const bool is_partition = form->relispartition;
-        const bool is_temporary = form->relpersistence == RELPERSISTENCE_TEMP;
+        const bool is_temporary = form->relpersistence == RELPERSISTENCE_TEMP ||
+                                  is_temporary_type(form->reloftype) ||
+                                  has_column_of_temporary_type(relation, form->relnatts);
         ReleaseSysCache(tuple);
         if (!has_privs_of_role(GetUserId(), owner)) {
             ereport(ERROR,
@@ -197,11 +221,15 @@ bool lock_parent(Oid relation, const char *function_name, bool wait) {
                              function_name)));
         }
         if (is_temporary) {
-            ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                            errmsg("%s is a temporary table", table_text(relation)),
-                            errdetail("Maintenance runs in other sessions, which cannot create its "
-                                      "partitions, and its setup would outlive it unnoticed."),
-                            errhint("Partition a permanent or unlogged table.")));
+            ereport(ERROR,
+                    (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                     errmsg("%s is a temporary table, or is typed by or has a column of a "
+                            "temporary type",
+                            table_text(relation)),
+                     errdetail("It goes with its session, unseen by the event trigger that "
+                               "removes a dropped table's setup, and maintenance runs in other "
+                               "sessions."),
+                     errhint("Partition a permanent or unlogged table of permanent types.")));
         }
         if (kind != RELKIND_PARTITIONED_TABLE || is_partition) {
             ereport(ERROR,
@@ -276,25 +304,19 @@ void refuse_misaligned(const Setup &setup, Oid partition, const char *bounds) {
 
 // The attached partitions and their ranges, from the catalog (no role's code runs).
 Partition *read_partitions(const Setup &setup, int *count) {
-    List *children = find_inheritance_children(setup.parent, NoLock);
-    auto *partitions =
-        static_cast<Partition *>(palloc0(sizeof(Partition) * (list_length(children) + 1)));
-    *count = 0;
-    ListCell *cell = nullptr;
-    foreach (cell, children) {
-        const Oid child = lfirst_oid(cell);
-        PartitionBounds bounds;
-        if (!read_partition_bounds(child, &bounds)) {
-            continue;
-        }
+    RangePartition *ranges = nullptr;
+    *count = read_range_partitions(setup.parent, &ranges);
+    auto *partitions = static_cast<Partition *>(palloc0(sizeof(Partition) * (*count + 1)));
+    for (int i = 0; i < *count; i++) {
+        const Oid child = ranges[i].relation;
+        const PartitionBounds &bounds = ranges[i].bounds;
         if (bounds.is_default) {
             refuse_default_partition(setup.parent, child);
         }
         if (!bounds.has_lower || !bounds.has_upper || bounds.lower < 0) {
             refuse_misaligned(setup, child, "MINVALUE, MAXVALUE or a negative id");
         }
-        partitions[*count] = Partition{child, IdRange{bounds.lower, bounds.upper}};
-        (*count)++;
+        partitions[i] = Partition{child, IdRange{bounds.lower, bounds.upper}};
     }
     return partitions;
 }
@@ -343,10 +365,13 @@ int compute_boundaries(const Report &report, const Extension &extension, const S
     if (rows > static_cast<uint64>(kMaxBoundaries)) {
         ereport(ERROR,
                 (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-                 errmsg("%s would need more than %d partition boundaries", table_text(setup.parent),
+                 errmsg("%s would need more than %d partition boundaries",
+                        OidIsValid(setup.parent) ? table_text(setup.parent) : report.function_name,
                         kMaxBoundaries),
-                 errhint("Its oldest key or partition is too far back for this interval: choose a "
-                         "longer interval.")));
+                 OidIsValid(setup.parent)
+                     ? errhint("Its oldest key or partition is too far back for this interval: "
+                               "choose a longer interval.")
+                     : errhint("Ask for a shorter span of time, or a longer interval.")));
     }
     *boundary_ids = static_cast<int64 *>(palloc(sizeof(int64) * rows));
     *starts = static_cast<snowflake::PeriodStart *>(palloc(sizeof(snowflake::PeriodStart) * rows));
@@ -779,30 +804,8 @@ void maintain_named_table(const Report &report, const Extension &extension, Oid 
 // How long maintenance of every table waits for a lock of one of them.
 constexpr char kManyTablesLockTimeout[] = "1s";
 
-// How long maintenance of every table gives one of them: her code (an index expression that a
-// new partition's index evaluates) runs in the maintainer's session, and must not hold up the
-// tables after hers for longer.
+// How long maintenance of every table gives one of them (table_time_limit.hpp).
 constexpr int kManyTablesTimeLimitMs = 10000;
-
-// Set by the timer when one table's time is up, before the cancel it asks for is raised.
-volatile sig_atomic_t table_time_is_up = false;
-
-// Asks for a cancel, as statement_timeout does, and notes that it was this timer's.
-void table_time_limit_reached() {
-    table_time_is_up = true;
-    QueryCancelPending = true;
-    InterruptPending = true;
-    SetLatch(MyLatch);
-}
-
-// The timer of one table's time limit, registered once per backend.
-TimeoutId table_time_limit() {
-    static TimeoutId timer = MAX_TIMEOUTS;
-    if (timer == MAX_TIMEOUTS) {
-        timer = RegisterTimeout(USER_TIMEOUT, table_time_limit_reached);
-    }
-    return timer;
-}
 
 // One of every table set up, in a subtransaction of its own: a table another session holds is
 // left for the next call rather than awaited (the call may hold locks on tables it has
@@ -817,8 +820,8 @@ void maintain_one_of_many(const Report &report, const Extension &extension, Oid 
                               report.function_name};
     BeginInternalSubTransaction(nullptr);
     MemoryContextSwitchTo(context);
-    table_time_is_up = false;
-    enable_timeout_after(table_time_limit(), kManyTablesTimeLimitMs);
+    volatile bool maintained = false;
+    start_table_time_limit(kManyTablesTimeLimitMs);
     PG_TRY();
     {
         // A lock this table's steps wait for (a partition's, or the parent's for a DETACH, which
@@ -836,19 +839,13 @@ void maintain_one_of_many(const Report &report, const Extension &extension, Oid 
             maintain_table(table_report, extension, setup, false);
         }
         AtEOXact_GUC(false, guc_nest_level);
-        disable_timeout(table_time_limit(), false);
+        end_table_time_limit();
         ReleaseCurrentSubTransaction();
-        MemoryContextSwitchTo(context);
-        CurrentResourceOwner = owner;
-        TupleTableSlot *slot = MakeSingleTupleTableSlot(report.tupdesc, &TTSOpsMinimalTuple);
-        while (tuplestore_gettupleslot(table_report.store, true, false, slot)) {
-            tuplestore_puttupleslot(report.store, slot);
-        }
-        ExecDropSingleTupleTableSlot(slot);
+        maintained = true;
     }
     PG_CATCH();
     {
-        disable_timeout(table_time_limit(), false);
+        end_table_time_limit();
         MemoryContextSwitchTo(context);
         ErrorData *error = CopyErrorData();
         FlushErrorState();
@@ -856,24 +853,19 @@ void maintain_one_of_many(const Report &report, const Extension &extension, Oid 
         MemoryContextSwitchTo(context);
         CurrentResourceOwner = owner;
         // A cancel or statement_timeout is the caller's, not this table's: it ends the call. Only
-        // one that the interrupt handler raised, and not for this table's time limit, so that the
-        // owner's code cannot end the maintenance of the tables after hers by raising
-        // query_canceled itself, nor by running past the limit.
+        // one that the server raised, and not for this table's time limit, so that the owner's
+        // code cannot end the maintenance of the tables after hers by raising query_canceled
+        // itself, nor by running past the limit.
         const bool interrupted = error->sqlerrcode == ERRCODE_QUERY_CANCELED &&
                                  error->funcname != nullptr &&
                                  strcmp(error->funcname, "ProcessInterrupts") == 0;
-        // The timer's cancel is the one ProcessInterrupts words as a user's request (in the
-        // server's language); a statement_timeout that ran out meanwhile is worded as its own.
-        const bool over_time =
-            interrupted && table_time_is_up &&
-            strcmp(error->message, _("canceling statement due to user request")) == 0;
+        const bool over_time = interrupted && cancel_was_time_limit(error);
         if (interrupted && !over_time) {
             ReThrowError(error);
         }
         if (over_time) {
             error->message = psprintf(
-                "took longer than %d s, the limit of one table in the "
-                "maintenance of every table",
+                "took longer than %d s, the limit of one table in the maintenance of every table",
                 kManyTablesTimeLimitMs / 1000);
         }
         // A table dropped since the tables were listed has nothing left to maintain.
@@ -893,6 +885,17 @@ void maintain_one_of_many(const Report &report, const Extension &extension, Oid 
         FreeErrorData(error);
     }
     PG_END_TRY();
+    // Its rows join the report once its subtransaction is committed, outside the catch, which
+    // could not undo a subtransaction that is no longer open.
+    if (maintained) {
+        MemoryContextSwitchTo(context);
+        CurrentResourceOwner = owner;
+        TupleTableSlot *slot = MakeSingleTupleTableSlot(report.tupdesc, &TTSOpsMinimalTuple);
+        while (tuplestore_gettupleslot(table_report.store, true, false, slot)) {
+            tuplestore_puttupleslot(report.store, slot);
+        }
+        ExecDropSingleTupleTableSlot(slot);
+    }
     tuplestore_end(table_report.store);
 }
 

@@ -140,7 +140,7 @@ RETURNS TABLE (starts timestamptz, ends timestamptz, name_suffix text)
     AS 'MODULE_PATHNAME', 'snowflake_partition_boundaries'
     LANGUAGE C STABLE STRICT;
 COMMENT ON FUNCTION snowflake_partition_boundaries(interval, text, timestamptz, timestamptz) IS
-    'The periods of one hour, day, week or month in time_zone that time partitions would have, from the one that holds since through the one that holds until: their start, their end and the suffix of their partition''s name';
+    'The periods of one hour, day, week or month in time_zone that time partitions would have, from the one that holds since through those that begin before until, within the time of Snowflake ids (2010-11-04 to 2080): their start, their end and the suffix of their partition''s name';
 
 -- How far ahead each table's partitions reach, for monitoring: reaches_until is the end of the
 -- unbroken run of partitions that take rows from the one that holds now() (now() itself when none

@@ -1,0 +1,91 @@
+// The time limit of one table in the maintenance of every table (table_time_limit.hpp). The limit
+// asks for a cancel the way statement_timeout does, so that the owner's code is interrupted
+// wherever it checks for interrupts. A cancel signal (pg_cancel_backend(), a client's cancel)
+// sets the same flag, and the owner's code may catch the limit's cancel and go on; so the limit
+// asks again every second, and a cancel signal is noted by a SIGINT handler of its own, which
+// hands the signal on to the handler it replaced, for as long as the limit runs. Only a cancel
+// with no signal behind it is taken for the limit's.
+
+extern "C" {
+#include "postgres.h"
+
+#include <signal.h>
+
+#include "miscadmin.h"
+#include "storage/latch.h"
+#include "utils/elog.h"
+#include "utils/timeout.h"
+#include "utils/timestamp.h"
+}
+
+#include <cerrno>
+#include <cstring>
+
+#include "pg/table_time_limit.hpp"
+
+namespace {
+
+// Set by the timer once the limit is reached, by the SIGINT handler when a cancel signal comes.
+volatile sig_atomic_t limit_reached = false;
+volatile sig_atomic_t cancel_signalled = false;
+
+// The SIGINT handler in place before the limit started, restored when it ends.
+struct sigaction sigint_before;
+
+// Asks for a cancel, as statement_timeout does.
+void ask_for_cancel() {
+    limit_reached = true;
+    QueryCancelPending = true;
+    InterruptPending = true;
+    SetLatch(MyLatch);
+}
+
+// Notes a real cancel, then lets the replaced handler ask for it as it always does.
+void note_cancel_signal(int signo, siginfo_t *info, void *context) {
+    const int saved_errno = errno;
+    cancel_signalled = true;
+    if ((sigint_before.sa_flags & SA_SIGINFO) != 0) {
+        sigint_before.sa_sigaction(signo, info, context);
+    } else if (sigint_before.sa_handler != SIG_DFL && sigint_before.sa_handler != SIG_IGN) {
+        sigint_before.sa_handler(signo);
+    }
+    errno = saved_errno;
+}
+
+// The limit's timer, registered once per backend.
+TimeoutId limit_timer() {
+    static TimeoutId timer = MAX_TIMEOUTS;
+    if (timer == MAX_TIMEOUTS) {
+        timer = RegisterTimeout(USER_TIMEOUT, ask_for_cancel);
+    }
+    return timer;
+}
+
+}  // namespace
+
+// The replaced handler is read before the new one is installed, so that a signal in between is
+// handed on to it.
+void start_table_time_limit(int limit_ms) {
+    limit_reached = false;
+    cancel_signalled = false;
+    (void)sigaction(SIGINT, nullptr, &sigint_before);
+    struct sigaction noting {};
+    noting.sa_sigaction = note_cancel_signal;
+    noting.sa_mask = sigint_before.sa_mask;
+    noting.sa_flags = SA_SIGINFO | (sigint_before.sa_flags & SA_RESTART);
+    (void)sigaction(SIGINT, &noting, nullptr);
+    enable_timeout_every(limit_timer(),
+                         TimestampTzPlusMilliseconds(GetCurrentTimestamp(), limit_ms), 1000);
+}
+
+// Called on every path out of the table's maintenance, an error's included.
+void end_table_time_limit() {
+    disable_timeout(limit_timer(), false);
+    (void)sigaction(SIGINT, &sigint_before, nullptr);
+}
+
+// A statement_timeout that ran out meanwhile is worded as its own (in the server's language).
+bool cancel_was_time_limit(const ErrorData *error) {
+    return limit_reached && !cancel_signalled &&
+           strcmp(error->message, _("canceling statement due to user request")) == 0;
+}
