@@ -149,9 +149,13 @@ SELECT action, count(*) FROM snowflake_partition_table('far', '1 month', 1)
 GROUP BY action ORDER BY action;
 SELECT * FROM snowflake_maintain_partitions('far');
 
--- Refused: an interval that is not one unit, a hand-made partition that does not line up (named),
--- a default partition (with the reason), a table not partitioned on its key.
+-- Refused: an interval that is not one unit, a count ahead outside 0 to 1000, a retention that is
+-- not positive, a hand-made partition that does not line up (named), a default partition (with
+-- the reason), a table not partitioned on its key.
 SELECT * FROM snowflake_partition_table('events', '2 months');
+SELECT * FROM snowflake_partition_table('events', '1 month', 1001);
+SELECT * FROM snowflake_partition_table('events', '1 month', -1);
+SELECT * FROM snowflake_partition_table('events', '1 month', 3, retain => '0 days');
 CREATE TABLE odd (id bigint NOT NULL) PARTITION BY RANGE (id);
 CREATE TABLE odd_mid PARTITION OF odd
     FOR VALUES FROM (snowflake_min_id('2026-01-15')) TO (snowflake_min_id('2026-02-15'));
