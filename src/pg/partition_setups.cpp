@@ -39,6 +39,16 @@ PG_FUNCTION_INFO_V1(snowflake_leave_out_setup_without_table);
 PG_FUNCTION_INFO_V1(snowflake_forget_dropped_setups);
 }
 
+namespace {
+
+// The configuration table of the installation a function belongs to (the same schema, wherever
+// ALTER EXTENSION SET SCHEMA moved it), or InvalidOid once it is dropped.
+Oid config_table_beside(Oid function) {
+    return get_relname_relid("snowflake_partitioned_tables", get_func_namespace(function));
+}
+
+}  // namespace
+
 // Reads a table's name as regclass does, but a bare number (what pg_dump writes for a table
 // dropped before the dump), "-" or a name this database has no table of as no table, so that a
 // restore never applies a setup to a relation that merely has the same OID.
@@ -62,14 +72,12 @@ extern "C" Datum snowflake_partitioned_table_out(PG_FUNCTION_ARGS) {
 // out with a warning naming its setup, instead of being applied to no table, or colliding.
 extern "C" Datum snowflake_leave_out_setup_without_table(PG_FUNCTION_ARGS) {
     const auto *trigger_data = reinterpret_cast<TriggerData *>(fcinfo->context);
-    const bool is_its_trigger = CALLED_AS_TRIGGER(fcinfo) &&
-                                TRIGGER_FIRED_BEFORE(trigger_data->tg_event) &&
-                                TRIGGER_FIRED_FOR_ROW(trigger_data->tg_event) &&
-                                (TRIGGER_FIRED_BY_INSERT(trigger_data->tg_event) ||
-                                 TRIGGER_FIRED_BY_UPDATE(trigger_data->tg_event)) &&
-                                RelationGetRelid(trigger_data->tg_relation) ==
-                                    get_relname_relid("snowflake_partitioned_tables",
-                                                      get_func_namespace(fcinfo->flinfo->fn_oid));
+    const bool is_its_trigger =
+        CALLED_AS_TRIGGER(fcinfo) && TRIGGER_FIRED_BEFORE(trigger_data->tg_event) &&
+        TRIGGER_FIRED_FOR_ROW(trigger_data->tg_event) &&
+        (TRIGGER_FIRED_BY_INSERT(trigger_data->tg_event) ||
+         TRIGGER_FIRED_BY_UPDATE(trigger_data->tg_event)) &&
+        RelationGetRelid(trigger_data->tg_relation) == config_table_beside(fcinfo->flinfo->fn_oid);
     if (!is_its_trigger) {
         ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
                         errmsg("snowflake_leave_out_setup_without_table() is the row trigger "
@@ -131,8 +139,7 @@ extern "C" Datum snowflake_forget_dropped_setups(PG_FUNCTION_ARGS) {
                         errmsg("snowflake_forget_dropped_setups() is an event trigger"),
                         errhint("Leave it to the event trigger the extension made.")));
     }
-    const Oid config_table = get_relname_relid("snowflake_partitioned_tables",
-                                               get_func_namespace(fcinfo->flinfo->fn_oid));
+    const Oid config_table = config_table_beside(fcinfo->flinfo->fn_oid);
     // Gone when the DROP was of the extension itself.
     if (OidIsValid(config_table)) {
         SPI_connect();
