@@ -10,29 +10,32 @@ OBJS = \
 	src/core/mark_file.o \
 	src/core/partition_plan.o \
 	src/pg/as_owner.o \
-	src/pg/check_peers.o \
-	src/pg/codec_functions.o \
-	src/pg/convert.o \
-	src/pg/durable_mark.o \
-	src/pg/fleet_functions.o \
-	src/pg/fleet_guard.o \
-	src/pg/fleet_log.o \
-	src/pg/fleet_memory.o \
-	src/pg/fleet_refusal.o \
-	src/pg/fleet_setting.o \
-	src/pg/generate.o \
-	src/pg/id_type.o \
-	src/pg/keys_floor.o \
-	src/pg/keys_read.o \
+	src/pg/convert/convert.o \
+	src/pg/convert/key_paths.o \
+	src/pg/convert/refusals.o \
+	src/pg/fleet/check_peers.o \
+	src/pg/fleet/fleet_functions.o \
+	src/pg/fleet/fleet_guard.o \
+	src/pg/fleet/fleet_log.o \
+	src/pg/fleet/fleet_memory.o \
+	src/pg/fleet/fleet_refusal.o \
+	src/pg/fleet/fleet_setting.o \
+	src/pg/fleet/peer_query.o \
+	src/pg/functions/codec_functions.o \
+	src/pg/functions/id_aggregates.o \
+	src/pg/functions/id_type.o \
+	src/pg/functions/time_predicates.o \
+	src/pg/ids/durable_mark.o \
+	src/pg/ids/generate.o \
+	src/pg/ids/keys_floor.o \
+	src/pg/ids/keys_read.o \
+	src/pg/ids/restored_copy.o \
 	src/pg/library_objects.o \
 	src/pg/module.o \
-	src/pg/partition_bounds.o \
-	src/pg/partition_setups.o \
-	src/pg/partitions.o \
-	src/pg/peer_query.o \
-	src/pg/restored_copy.o \
-	src/pg/table_time_limit.o \
-	src/pg/time_predicates.o
+	src/pg/partitions/partition_bounds.o \
+	src/pg/partitions/partition_setups.o \
+	src/pg/partitions/partitions.o \
+	src/pg/partitions/table_time_limit.o
 DATA = src/sql/snowflake--1.0.sql src/sql/snowflake--1.0--1.1.sql \
 	src/sql/snowflake--1.1--1.2.sql \
 	src/sql/snowflake--1.2--1.3.sql \
@@ -41,7 +44,8 @@ DATA = src/sql/snowflake--1.0.sql src/sql/snowflake--1.0--1.1.sql \
 	src/sql/snowflake--1.5--1.6.sql \
 	src/sql/snowflake--1.6--1.7.sql \
 	src/sql/snowflake--1.7--1.8.sql \
-	src/sql/snowflake--1.8.sql
+	src/sql/snowflake--1.8--1.9.sql \
+	src/sql/snowflake--1.9.sql
 PGFILEDESC = "snowflake - Twitter-layout Snowflake ids"
 # The documentation beyond the README, installed beside other extensions' documentation.
 DOCS = doc/design.md doc/operations.md doc/performance.md doc/reference.md doc/security.md \
@@ -102,8 +106,8 @@ BITCODE_CXXFLAGS += $(SNOWFLAKE_CXXFLAGS)
 PG_BUILD_STAMP = .pg_build_stamp
 $(shell echo '$(PG_CONFIG) $(VERSION)' | cmp -s - $(PG_BUILD_STAMP) || \
 	echo '$(PG_CONFIG) $(VERSION)' > $(PG_BUILD_STAMP))
-$(OBJS) $(OBJS:.o=.bc): $(wildcard $(srcdir)/src/core/*.hpp $(srcdir)/src/pg/*.hpp) $(PG_BUILD_STAMP) \
-	$(srcdir)/snowflake.control
+$(OBJS) $(OBJS:.o=.bc): $(wildcard $(srcdir)/src/core/*.hpp $(srcdir)/src/pg/*.hpp \
+	$(srcdir)/src/pg/*/*.hpp) $(PG_BUILD_STAMP) $(srcdir)/snowflake.control
 
 CORE_SOURCES = src/core/codec.cpp src/core/fleet.cpp src/core/generator.cpp src/core/key_floor.cpp \
 	src/core/partition_plan.cpp \
@@ -156,7 +160,7 @@ dist:
 # PostgreSQL or C header can creep in.
 OWNING_STD_TYPES = (std::(basic_string|string|wstring|u16string|u32string|vector|map|multimap|unordered_map|unordered_multimap|set|multiset|unordered_set|unordered_multiset|list|forward_list|deque|queue|priority_queue|stack|function|unique_ptr|shared_ptr|weak_ptr|optional|variant|any|[a-z]*stream|[a-z]*streambuf|regex|thread|jthread|lock_guard|unique_lock|scoped_lock|shared_lock)\b|using namespace std)
 boundarycheck:
-	@if grep -nE '$(OWNING_STD_TYPES)' $(srcdir)/src/pg/*.cpp $(srcdir)/src/pg/*.hpp; then \
+	@if grep -rnE --include='*.cpp' --include='*.hpp' '$(OWNING_STD_TYPES)' $(srcdir)/src/pg; then \
 		echo "src/pg holds an owning standard-library type: an ereport would skip its destructor"; \
 		exit 1; \
 	fi
@@ -167,5 +171,14 @@ boundarycheck:
 		exit 1; \
 	fi
 	@echo "src/core: only the C++ standard library and core/"
+	@if cd $(srcdir)/src && grep -rnoE '#include "pg/[a-z_]+/[a-z_]+\.hpp"' pg | \
+		awk -F: '{ split($$1, file, "/"); split($$3, header, "/"); folder = file[3] ? file[2] : ""; \
+			if ((folder == "" && $$1 != "pg/module.cpp") || (folder != "" && header[2] != folder && \
+				$$1 ":" header[2] "/" header[3] != "pg/ids/generate.cpp:fleet/fleet_refusal.hpp\"")) \
+				{ print; found = 1 } } END { exit !found }'; then \
+		echo "src/pg includes across its folders beyond the arrows doc/design.md draws"; \
+		exit 1; \
+	fi
+	@echo "src/pg: each folder includes the top level and itself; one arrow between folders"
 
 .PHONY: unitcheck fuzzcheck boundarycheck uninstall-docs dist

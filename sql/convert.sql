@@ -410,6 +410,43 @@ SET search_path = public;
 SELECT count(*) FROM snowflake_convert_column('setter.keys', 'id');
 SHOW search_path;
 RESET search_path;
+-- And from one step to the next: a setting her code makes as one table is rewritten is gone when
+-- the next one is.
+SET ROLE convert_setter;
+CREATE FUNCTION setter.sees_earlier_steps(bigint) RETURNS boolean IMMUTABLE LANGUAGE plpgsql AS $$
+BEGIN
+    IF pg_catalog.current_setting('setter.mark', true) <> '' THEN
+        RAISE NOTICE 'a setting made in an earlier step is still set';
+    END IF;
+    PERFORM pg_catalog.set_config('setter.mark', 'set', false);
+    RETURN true;
+END
+$$;
+CREATE TABLE setter.stepped (id serial PRIMARY KEY CHECK (setter.sees_earlier_steps(id)));
+CREATE TABLE setter.stepped_refs (key_id integer REFERENCES setter.stepped
+                                  CHECK (setter.sees_earlier_steps(key_id)));
+INSERT INTO setter.stepped DEFAULT VALUES;
+INSERT INTO setter.stepped_refs VALUES (1);
+SELECT pg_catalog.set_config('setter.mark', '', false);
+RESET ROLE;
+SELECT count(*) FROM snowflake_convert_column('setter.stepped', 'id');
+-- Her code runs in a security-restricted operation: even SET ROLE to herself is refused there.
+SET ROLE convert_setter;
+CREATE FUNCTION setter.tries_set_role(bigint) RETURNS boolean IMMUTABLE LANGUAGE plpgsql AS $$
+BEGIN
+    BEGIN
+        PERFORM pg_catalog.set_config('role', 'convert_setter', true);
+        RAISE NOTICE 'her code ran outside a security-restricted operation';
+    EXCEPTION WHEN insufficient_privilege THEN
+        NULL;
+    END;
+    RETURN true;
+END
+$$;
+CREATE TABLE setter.restricted (id serial PRIMARY KEY CHECK (setter.tries_set_role(id)));
+INSERT INTO setter.restricted DEFAULT VALUES;
+RESET ROLE;
+SELECT count(*) FROM snowflake_convert_column('setter.restricted', 'id');
 DROP SCHEMA setter CASCADE;
 DROP ROLE convert_setter;
 

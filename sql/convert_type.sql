@@ -217,8 +217,8 @@ SELECT pg_temp.refusal($$SELECT * FROM snowflake_convert_column('t_counted', 'id
 SELECT pg_temp.shape('t_counted', 'id') AS counted;
 
 -- A table of another role. A superuser converts it as that role: her CHECK constraint, index
--- expression and partial index predicate run as her during the rewrite, in a security-restricted
--- operation (so her attempt to make herself a superuser fails), and her trigger does not run.
+-- expression and partial index predicate run as her during the rewrite (so her attempt to make
+-- herself a superuser fails: she is not one), and her trigger does not run.
 -- A stranger cannot convert it; she can.
 CREATE ROLE convert_type_owner;
 CREATE ROLE convert_type_stranger;

@@ -168,6 +168,40 @@ CREATE TABLE by_text (id bigint NOT NULL, tag text NOT NULL) PARTITION BY RANGE 
 SELECT * FROM snowflake_partition_table('by_text', '1 month');
 CREATE TABLE plain (id bigint);
 SELECT * FROM snowflake_partition_table('plain', '1 month');
+-- At the edges: 1000 ahead is accepted (the table is what is refused), a retention negative in
+-- any one of its fields is not.
+\set VERBOSITY sqlstate
+SELECT * FROM snowflake_partition_table('plain', '1 month', 1000);
+SELECT * FROM snowflake_partition_table('plain', '1 month', 3, retain => '-1 hour');
+SELECT * FROM snowflake_partition_table('plain', '1 month', 3, retain => '-1 day');
+SELECT * FROM snowflake_partition_table('plain', '1 month', 3, retain => '-1 month');
+-- A snapshot older than the call's locks is refused, for one table and for every table.
+CREATE TABLE in_old_snapshot (id bigint NOT NULL) PARTITION BY RANGE (id);
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT * FROM snowflake_partition_table('in_old_snapshot', '1 day', 0);
+ROLLBACK;
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+SELECT * FROM snowflake_maintain_partitions();
+ROLLBACK;
+DROP TABLE in_old_snapshot;
+-- A column of a temporary type would go with its session: refused, as a temporary table is.
+CREATE DOMAIN pg_temp.passing_note AS text;
+CREATE TABLE with_passing_column (id bigint NOT NULL, note pg_temp.passing_note)
+    PARTITION BY RANGE (id);
+SELECT * FROM snowflake_partition_table('with_passing_column', '1 day');
+DROP TABLE with_passing_column;
+\set VERBOSITY default
+-- A partition that ends exactly where the retention starts is expired (in one transaction, so
+-- that now() is one instant).
+BEGIN;
+CREATE TABLE at_edge (id bigint NOT NULL) PARTITION BY RANGE (id);
+CREATE TABLE at_edge_yesterday PARTITION OF at_edge
+    FOR VALUES FROM (snowflake_min_id(date_trunc('day', now()) - interval '1 day'))
+    TO (snowflake_min_id(date_trunc('day', now())));
+SELECT partition = 'partitions.at_edge_yesterday' AS ends_where_retention_starts, action
+FROM snowflake_partition_table('at_edge', '1 day', 0, retain => now() - date_trunc('day', now()))
+WHERE action <> 'created' ORDER BY 2;
+ROLLBACK;
 
 -- Retention: a partition whose whole range is older than the retention is detached (and with
 -- drop_expired dropped), never a newer one; the gap left by a missing day is filled from the
@@ -250,6 +284,60 @@ RESET ROLE;
 SET search_path = partitions, public;
 SELECT count(*) > 0 AS created FROM snowflake_partition_table('hers.paths', '1 day', 1);
 SHOW search_path;
+-- And from one step to the next: a setting her code makes as one partition is attached is gone
+-- when the next is, and row_security, off while her keys are read, is on again after that step.
+SET ROLE partition_owner;
+CREATE FUNCTION hers.sees_earlier_steps(integer) RETURNS boolean IMMUTABLE LANGUAGE plpgsql AS $$
+BEGIN
+    IF pg_catalog.current_setting('hers.mark', true) <> '' THEN
+        RAISE NOTICE 'a setting made in an earlier step is still set';
+    END IF;
+    IF pg_catalog.current_setting('row_security') = 'off' THEN
+        RAISE NOTICE 'row_security is off in a step that is not a read';
+    END IF;
+    PERFORM pg_catalog.set_config('hers.mark', 'set', false);
+    RETURN true;
+END
+$$;
+CREATE TABLE hers.steps (id bigint NOT NULL, CHECK (hers.sees_earlier_steps(1)))
+    PARTITION BY RANGE (id);
+RESET ROLE;
+SELECT action, count(*) FROM snowflake_partition_table('hers.steps', '1 day', 2) GROUP BY 1;
+
+-- Her code runs in a security-restricted operation: even SET ROLE to herself is refused there.
+SET ROLE partition_owner;
+CREATE FUNCTION hers.tries_set_role(integer) RETURNS boolean IMMUTABLE LANGUAGE plpgsql AS $$
+BEGIN
+    BEGIN
+        PERFORM pg_catalog.set_config('role', 'partition_owner', true);
+        RAISE NOTICE 'her code ran outside a security-restricted operation';
+    EXCEPTION WHEN insufficient_privilege THEN
+        NULL;
+    END;
+    RETURN true;
+END
+$$;
+CREATE TABLE hers.restricted (id bigint NOT NULL, CHECK (hers.tries_set_role(1)))
+    PARTITION BY RANGE (id);
+RESET ROLE;
+SELECT count(*) > 0 AS partitioned FROM snowflake_partition_table('hers.restricted', '1 day', 0);
+
+-- Her policies do not hide her keys from the read that finds the oldest period: with FORCE ROW
+-- LEVEL SECURITY they would apply to her, so the table is refused instead.
+SET ROLE partition_owner;
+CREATE TABLE hers.hidden (id bigint NOT NULL) PARTITION BY RANGE (id);
+CREATE TABLE hers.hidden_jan PARTITION OF hers.hidden
+    FOR VALUES FROM (snowflake_min_id('2026-01-01 UTC')) TO (snowflake_min_id('2026-02-01 UTC'));
+INSERT INTO hers.hidden VALUES (snowflake_min_id('2026-01-02 UTC'));
+ALTER TABLE hers.hidden ENABLE ROW LEVEL SECURITY;
+ALTER TABLE hers.hidden FORCE ROW LEVEL SECURITY;
+CREATE POLICY hides_everything ON hers.hidden USING (false);
+RESET ROLE;
+\set VERBOSITY sqlstate
+SELECT * FROM snowflake_partition_table('hers.hidden', '1 month', 0);
+\set VERBOSITY default
+SELECT count(*) AS hidden_setups FROM snowflake_partitioned_tables
+WHERE parent = 'hers.hidden'::regclass;
 
 -- A time zone is named: an abbreviation or a POSIX offset would align differently elsewhere.
 CREATE TABLE zoned (id bigint NOT NULL) PARTITION BY RANGE (id);
@@ -322,6 +410,14 @@ CREATE TRIGGER t BEFORE INSERT ON misused FOR EACH STATEMENT
     EXECUTE FUNCTION snowflake_leave_out_setup_without_table();
 INSERT INTO misused VALUES (1);
 DROP TABLE misused;
+CREATE TABLE misused_rows (x integer);
+CREATE TRIGGER t BEFORE INSERT ON misused_rows FOR EACH ROW
+    EXECUTE FUNCTION snowflake_leave_out_setup_without_table();
+\set VERBOSITY sqlstate
+INSERT INTO misused_rows VALUES (1);
+\set VERBOSITY default
+SELECT count(*) AS misused_rows FROM misused_rows;
+DROP TABLE misused_rows;
 
 -- Two parents whose names share their first 54 bytes both get partitions: a name cut to fit is
 -- followed by a tag of the whole name. A relation that has the name of a partition to be made is
@@ -376,6 +472,10 @@ SELECT count(*) FROM snowflake_partition_boundaries('1 day', 'UTC', '2026-02-01'
 SELECT count(*) FROM snowflake_partition_boundaries('30 days', 'UTC', '2026-01-01', '2026-02-01');
 SELECT count(*) FROM snowflake_partition_boundaries('1 day', 'IST', '2026-01-01', '2026-02-01');
 SELECT count(*) AS days_of_january FROM snowflake_partition_boundaries('1 day', 'UTC', '2026-01-01', '2026-02-01');
+-- Hours start where the local clock shows minute 0, 45 minutes past the hour in UTC here.
+SELECT count(*) AS hours_in_kathmandu, min(starts) AS first_hour
+FROM snowflake_partition_boundaries('1 hour', 'Asia/Kathmandu', '2025-01-15 00:00+00',
+                                    '2025-01-16 00:00+00');
 
 -- Not set up.
 SELECT * FROM snowflake_maintain_partitions('odd');

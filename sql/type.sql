@@ -79,9 +79,9 @@ SELECT g, 'order ' || g FROM generate_series(1, 2000) AS g;
 INSERT INTO typed_orders (id, legacy_id, note) VALUES
     (1541815603606036480, 1541815603606036480, 'known'),
     (7, 7, 'small');
--- min() and max() are bigint's (answered by the index); cast back for JSON.
+-- min() and max() keep the type (1.9), so JSON writes them as strings.
 SELECT count(*), count(DISTINCT id), min(id) < max(id) AS ordered,
-       pg_typeof(max(id)) AS max_type, to_json(max(id)::snowflake)::text ~ '^"' AS max_as_string
+       pg_typeof(max(id)) AS max_type, to_json(max(id))::text ~ '^"' AS max_as_string
 FROM typed_orders;
 SELECT snowflake_datacenter_id(id), snowflake_machine_id(id), count(*)
 FROM typed_orders WHERE note <> 'known' AND note <> 'small' GROUP BY 1, 2;
@@ -160,6 +160,32 @@ SELECT pg_temp.plan_has('SELECT min(id), max(id) FROM typed_orders',
                         'Index Only Scan Backward using typed_orders_pkey') AS max_by_index,
        pg_temp.plan_has('SELECT min(id), max(id) FROM typed_orders',
                         'Index Only Scan using typed_orders_pkey') AS min_by_index;
+-- They are planned as bigint's over the column (the planner hook), which is what lets the index
+-- answer them above; at every query level, with the call's ORDER BY, DISTINCT and FILTER, the
+-- values are bigint's and the type is kept. A window's call runs the type's own aggregate.
+SELECT pg_typeof(min(id)) AS min_type, min(id) = 7 AS right_min,
+       max(id) = (SELECT id FROM typed_orders ORDER BY id DESC LIMIT 1) AS right_max,
+       max(id ORDER BY note) = max(id) AS with_order, max(DISTINCT id) = max(id) AS with_distinct,
+       min(id) FILTER (WHERE note <> 'small') = 1541815603606036480 AS with_filter
+FROM typed_orders;
+SELECT (SELECT pg_typeof(max(o.id)) FROM (VALUES (1)) AS v) AS outer_call_in_sublink
+FROM typed_orders AS o;
+WITH m AS (SELECT max(id) AS m FROM typed_orders) SELECT pg_typeof(m) AS in_cte FROM m;
+SELECT pg_typeof(top) AS in_from, top = 1541815603606036480 AS right_value
+FROM (SELECT max(id) AS top FROM typed_orders WHERE id < 2000000000000000000) AS s;
+SELECT pg_typeof(max(id) OVER ()) AS in_window, max(id) OVER () = (SELECT max(id) FROM typed_orders)
+    AS window_value
+FROM typed_orders LIMIT 1;
+SELECT max(id) IS NULL AS empty_is_null FROM typed_orders WHERE false;
+SELECT json_agg(r)::text ~ '^\[\{"max":"1541815603606036480"\}\]$' AS rest_style_json
+FROM (SELECT max(id) FROM typed_orders WHERE note = 'known') AS r;
+-- An aggregate of a role's own of the same name and argument is hers, never planned as bigint's.
+CREATE SCHEMA own_aggregates;
+CREATE FUNCTION own_aggregates.first_of(snowflake, snowflake) RETURNS snowflake
+LANGUAGE sql IMMUTABLE AS 'SELECT coalesce($1, $2)';
+CREATE AGGREGATE own_aggregates.max(snowflake) (SFUNC = own_aggregates.first_of, STYPE = snowflake);
+SELECT own_aggregates.max(id ORDER BY id) AS her_max_is_the_first FROM typed_orders;
+DROP SCHEMA own_aggregates CASCADE;
 EXPLAIN (COSTS OFF) SELECT id FROM typed_orders ORDER BY id DESC LIMIT 3;
 PREPARE by_bigint(bigint) AS SELECT note FROM typed_orders WHERE id = $1;
 EXPLAIN (COSTS OFF) EXECUTE by_bigint(7);

@@ -1,7 +1,10 @@
--- Every member of the extension, described with all that a script sets on it (a table's columns,
--- constraints, indexes, triggers and grants, a view's query), for comparing one installation with
--- another: sql/install.sql (a fresh install against the update chain) and test/t/014_upgrade.pl
--- (after pg_upgrade) both read this file.
+-- Every member of the extension, described with all that a script sets on it (a function's
+-- definition and privileges, a type's, a table's columns with their privileges and comments,
+-- constraints, indexes, triggers with their state, options, row security and grants, a view's
+-- query), and the tables pg_dump dumps as configuration, for comparing one installation with
+-- another:
+-- sql/install.sql (a fresh install against the update chain) and test/t/014_upgrade.pl (after
+-- pg_upgrade) both read this file.
 CREATE FUNCTION pg_temp.extension_objects() RETURNS SETOF text LANGUAGE sql AS $$
 SELECT pg_describe_object(d.classid, d.objid, 0)
        || coalesce(' ' || obj_description(d.objid, d.classid::regclass::text), '')
@@ -12,6 +15,7 @@ SELECT pg_describe_object(d.classid, d.objid, 0)
                   FROM pg_aggregate WHERE aggfnoid = d.objid),
                   ' ' || pg_get_functiondef(d.objid)) || ' public:'
                   || has_function_privilege('public', d.objid, 'EXECUTE')
+                  || coalesce(' ' || (SELECT proacl::text FROM pg_proc WHERE oid = d.objid), '')
               WHEN 'pg_type'::regclass THEN ' ' || coalesce((
                   SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod), ', '
                                     ORDER BY a.attnum)
@@ -20,6 +24,7 @@ SELECT pg_describe_object(d.classid, d.objid, 0)
                   SELECT concat_ws(' ', '', typinput, typoutput, typreceive, typsend, typlen,
                                    typbyval, typalign, typstorage, typcategory)
                   FROM pg_type WHERE oid = d.objid AND typtype = 'b'), '')
+                  || coalesce(' ' || (SELECT typacl::text FROM pg_type WHERE oid = d.objid), '')
               WHEN 'pg_operator'::regclass THEN (
                   SELECT concat_ws(' ', '', oprcode, oprcom::regoperator, oprnegate::regoperator,
                                    oprrest, oprjoin, oprcanhash, oprcanmerge)
@@ -42,7 +47,9 @@ SELECT pg_describe_object(d.classid, d.objid, 0)
                   SELECT ' ' || string_agg(concat_ws(' ', a.attname,
                                                      format_type(a.atttypid, a.atttypmod),
                                                      CASE WHEN a.attnotnull THEN 'not null' END,
-                                                     'default ' || pg_get_expr(f.adbin, f.adrelid)),
+                                                     'default ' || pg_get_expr(f.adbin, f.adrelid),
+                                                     a.attacl::text,
+                                                     col_description(a.attrelid, a.attnum)),
                                            ', ' ORDER BY a.attnum)
                   FROM pg_attribute AS a
                   LEFT JOIN pg_attrdef AS f ON f.adrelid = a.attrelid AND f.adnum = a.attnum
@@ -52,14 +59,19 @@ SELECT pg_describe_object(d.classid, d.objid, 0)
                                                ORDER BY pg_get_constraintdef(oid))
                       FROM pg_constraint WHERE conrelid = d.objid), '')
                   || coalesce((
-                      SELECT ' ' || string_agg(pg_get_indexdef(indexrelid), ', '
-                                               ORDER BY pg_get_indexdef(indexrelid))
+                      SELECT ' ' || string_agg(
+                          concat_ws(' ', pg_get_indexdef(indexrelid),
+                                    obj_description(indexrelid, 'pg_class')),
+                          ', ' ORDER BY pg_get_indexdef(indexrelid))
                       FROM pg_index WHERE indrelid = d.objid), '')
                   || coalesce((
-                      SELECT ' ' || string_agg(pg_get_triggerdef(oid), ', ' ORDER BY tgname)
+                      SELECT ' ' || string_agg(
+                          concat_ws(' ', pg_get_triggerdef(oid), tgenabled,
+                                    obj_description(oid, 'pg_trigger')),
+                          ', ' ORDER BY tgname)
                       FROM pg_trigger WHERE tgrelid = d.objid AND NOT tgisinternal), '')
                   || (SELECT concat_ws(' ', '', CASE WHEN relkind = 'v' THEN pg_get_viewdef(oid) END,
-                                       relacl)
+                                       relacl, reloptions, relrowsecurity, relforcerowsecurity)
                       FROM pg_class WHERE oid = d.objid)
               WHEN 'pg_event_trigger'::regclass THEN (
                   SELECT concat_ws(' ', '', evtevent, evtfoid::regprocedure, evtenabled, evttags)
@@ -67,4 +79,10 @@ SELECT pg_describe_object(d.classid, d.objid, 0)
               ELSE '' END
 FROM pg_depend AS d JOIN pg_extension AS e ON d.refobjid = e.oid
 WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e' AND e.extname = 'snowflake'
+UNION ALL
+SELECT 'configuration tables '
+       || coalesce((SELECT string_agg(c::regclass::text, ', ' ORDER BY c::regclass::text)
+                    FROM unnest(extconfig) AS c), '')
+       || ' ' || coalesce(extcondition::text, '')
+FROM pg_extension WHERE extname = 'snowflake'
 $$;

@@ -52,6 +52,14 @@ extern "C" {
     reinterpret_cast<bool (*)()>(reinterpret_cast<void (*)()>(function))
 #endif
 
+// The tree mutators likewise.
+#if PG_VERSION_NUM >= 160000
+#define SNOWFLAKE_MUTATOR_CALLBACK(function) (function)
+#else
+#define SNOWFLAKE_MUTATOR_CALLBACK(function) \
+    reinterpret_cast<Node *(*)()>(reinterpret_cast<void (*)()>(function))
+#endif
+
 // This backend's PGPROC index, or -1 in a process without one; PostgreSQL 17 renamed it.
 inline int snowflake_own_proc_number() {
 #if PG_VERSION_NUM >= 170000
@@ -204,5 +212,16 @@ inline void snowflake_finalize_tuple_desc(TupleDesc description) {
     TupleDescFinalize(description);
 #else
     (void)description;
+#endif
+}
+
+// search_path set to pg_catalog, pg_temp until the GUC nest level ends; PostgreSQL 17 gave its
+// maintenance commands a function for it.
+inline void snowflake_restrict_search_path() {
+#if PG_VERSION_NUM >= 170000
+    RestrictSearchPath();
+#else
+    (void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
+                            GUC_ACTION_SAVE, true, 0, false);
 #endif
 }

@@ -45,11 +45,15 @@ bool snowflake_is_library_function(Oid function, const char *symbol) {
     return matches;
 }
 
+Oid snowflake_id_type_beside(Oid function) {
+    return snowflake_id_type_in(get_func_namespace(function));
+}
+
 // Recognised by its input function, since before 1.6 a role may have made a type of that name in
 // the extension's schema.
-Oid snowflake_id_type_beside(Oid function) {
+Oid snowflake_id_type_in(Oid schema) {
     const Oid type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum("snowflake"),
-                                     ObjectIdGetDatum(get_func_namespace(function)));
+                                     ObjectIdGetDatum(schema));
     if (!OidIsValid(type)) {
         return InvalidOid;
     }

@@ -9,3 +9,6 @@ bool snowflake_is_library_function(Oid function, const char *symbol);
 // The snowflake type (version 1.6) of the installation that the function belongs to (the same
 // schema), or InvalidOid before 1.6.
 Oid snowflake_id_type_beside(Oid function);
+
+// The snowflake type of the installation in that schema (the extension's), or InvalidOid.
+Oid snowflake_id_type_in(Oid schema);

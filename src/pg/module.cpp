@@ -34,15 +34,15 @@ extern "C" {
 
 #include "core/layout.hpp"
 #include "pg/compat.hpp"
-#include "pg/durable_mark.hpp"
-#include "pg/fleet_guard.hpp"
-#include "pg/fleet_memory.hpp"
-#include "pg/fleet_setting.hpp"
-#include "pg/keys_floor.hpp"
-#include "pg/restored_copy.hpp"
+#include "pg/ids/durable_mark.hpp"
+#include "pg/fleet/fleet_guard.hpp"
+#include "pg/fleet/fleet_memory.hpp"
+#include "pg/fleet/fleet_setting.hpp"
+#include "pg/ids/keys_floor.hpp"
+#include "pg/ids/restored_copy.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
-#include "pg/time_predicates.hpp"
+#include "pg/functions/time_predicates.hpp"
 
 extern "C" {
 SNOWFLAKE_MODULE_MAGIC;
@@ -101,6 +101,22 @@ void request_shared_memory() {
     snowflake_request_fleet_lock();
 }
 
+// When the postmaster exits normally (a fast, smart or immediate stop), every backend is gone and
+// every id issued is in the state word, so the exact last timestamp replaces the lease: after a
+// fast or smart stop the next start has nothing to wait out (after an immediate one, crash
+// recovery replays the last mark records, whose lease is waited out). While nothing was issued
+// since a stored key raised the generator, the file keeps its lease instead, which covers every
+// id issued, and the next start reads the keys again: a key removed meanwhile holds nothing back.
+// At a crash re-initialisation (code 1) the lease stays: the memory a crashed backend could have
+// scribbled on is not trusted.
+void save_final_mark(int code, Datum) {
+    const SnowflakeShared *shared = snowflake_shared;
+    if (code == 0 && shared != nullptr && snowflake_final_mark_due(shared) &&
+        !snowflake_keys_floor_holds_generation(snowflake_shared)) {
+        snowflake_write_final_mark(shared);
+    }
+}
+
 // Runs in the postmaster at start and after every crash re-initialisation of shared memory.
 void attach_shared_memory() {
     if (previous_shmem_startup_hook != nullptr) {
@@ -128,7 +144,7 @@ void attach_shared_memory() {
     // (or a standalone backend), before any other process exists to look at the struct.
     if (!found) {
         if (!IsUnderPostmaster) {
-            snowflake_save_final_mark_at_exit();
+            on_shmem_exit(save_final_mark, 0);
         }
         // pg_upgrade's own runs of the new cluster, before its tables are there, arm nothing.
         const bool mark_file_missing =

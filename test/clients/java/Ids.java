@@ -146,7 +146,48 @@ public class Ids {
                 }
             }
         }
+        checkStringParameters(connection, ids.get(ROWS / 2));
         System.out.println("PostgreSQL JDBC: snowflake type, " + ids.size()
-                + " ids exact with getLong, getString and getGeneratedKeys");
+                + " ids exact with getLong, getString and getGeneratedKeys; bound as strings with "
+                + "setObject(Types.OTHER) and with stringtype=unspecified");
+    }
+
+    // An id bound as a string: setString sends a varchar, which no operator compares with the
+    // type; setObject with Types.OTHER sends it untyped, as setString does on a connection with
+    // stringtype=unspecified, and the server reads it as the type. max(id) is of the type (1.9).
+    private static void checkStringParameters(Connection connection, long id) throws Exception {
+        String query = "SELECT label FROM java_typed_ids WHERE id = ?";
+        try (PreparedStatement select = connection.prepareStatement(query)) {
+            select.setString(1, Long.toString(id));
+            try (ResultSet row = select.executeQuery()) {
+                check(false, "setString of an id was compared as a varchar");
+            } catch (java.sql.SQLException error) {
+                check("42883".equals(error.getSQLState()),
+                        "setString: no operator snowflake = character varying, not "
+                                + error.getSQLState());
+            }
+            select.setObject(1, Long.toString(id), Types.OTHER);
+            try (ResultSet row = select.executeQuery()) {
+                check(row.next(), "setObject(Types.OTHER) of id " + id + " finds its row");
+            }
+        }
+        String url = connection.getMetaData().getURL();
+        try (Connection untyped = DriverManager.getConnection(
+                     url + (url.contains("?") ? "&" : "?") + "stringtype=unspecified",
+                     System.getenv("PGUSER"), System.getenv("PGPASSWORD"));
+                PreparedStatement select = untyped.prepareStatement(query);
+                PreparedStatement extremes = untyped.prepareStatement(
+                        "SELECT max(id), max(id)::text FROM java_typed_ids")) {
+            select.setString(1, Long.toString(id));
+            try (ResultSet row = select.executeQuery()) {
+                check(row.next(), "with stringtype=unspecified setString of id " + id
+                        + " finds its row");
+            }
+            try (ResultSet row = extremes.executeQuery()) {
+                check(row.next() && row.getMetaData().getColumnTypeName(1).equals("snowflake"),
+                        "max(id) is of the type");
+                exactId(row, 1, row.getString(2), "max(id)");
+            }
+        }
     }
 }

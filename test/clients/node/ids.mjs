@@ -151,6 +151,15 @@ assert.ok(stored.rows.every((row) => typeof row.doc.id === 'string'), 'jsonb col
 assertExact(stored.rows.map((row) => [row.text, row.doc.id]), 'jsonb column');
 assertRounded(stored.rows.map((row) => [row.text, row.doc.legacy_id]), 'jsonb column bigint');
 
+// min() and max() keep the type (1.9): in JSON, as PostgREST's ?select=id.max() builds it, the
+// largest id is an exact string, the largest bigint copy a number (rounded to a double).
+const extremes = await client.query(`SELECT row_to_json(m) AS j, top::text AS text FROM
+    (SELECT max(id) AS top, min(id) AS bottom, max(legacy_id) AS legacy_top FROM node_typed_ids) m`);
+const [{ j: extremesJson, text: topText }] = extremes.rows;
+assert.equal(extremesJson.top, topText, 'max(id) of the type is an exact string in JSON');
+assert.equal(extremesJson.bottom, [...typedIds].sort()[0], 'min(id) too');
+assert.equal(typeof extremesJson.legacy_top, 'number', "bigint's max() is a JSON number");
+
 // Sent back as they came, all 1,001 in one array parameter, every row is found.
 const found = await client.query('SELECT id FROM node_typed_ids WHERE id = ANY($1)', [typedIds]);
 assert.deepEqual(found.rows.map((row) => row.id).sort(), [...typedIds].sort(),

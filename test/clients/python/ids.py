@@ -86,6 +86,12 @@ def check_snowflake_type():
             "SELECT id::text, row_to_json(t) FROM python_typed_ids t").fetchall()
         assert all(d["id"] == text and d["legacy_id"] == int(text) for text, d in documents), \
             "row_to_json writes the type as a string, exact"
+        # max() keeps the type (1.9): a str like the key, and a string in JSON.
+        top, top_json = connection.execute(
+            "SELECT m.max, row_to_json(m) FROM (SELECT max(id) FROM python_typed_ids) AS m"
+        ).fetchone()
+        assert top == max(ids, key=int) and top_json == {"max": top}, \
+            "max(id) of the type is the largest id, a str, and a string in JSON"
 
     with psycopg.connect() as connection:
         # The line for an application: the type's OID differs between databases, so look it up.

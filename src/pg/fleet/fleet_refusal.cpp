@@ -13,8 +13,8 @@ extern "C" {
 }
 
 #include "pg/compat.hpp"
-#include "pg/fleet_refusal.hpp"
-#include "pg/fleet_shared.hpp"
+#include "pg/fleet/fleet_refusal.hpp"
+#include "pg/fleet/fleet_shared.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
 

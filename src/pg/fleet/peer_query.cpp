@@ -22,7 +22,7 @@ extern "C" {
 }
 
 #include "pg/compat.hpp"
-#include "pg/peer_query.hpp"
+#include "pg/fleet/peer_query.hpp"
 
 namespace {
 

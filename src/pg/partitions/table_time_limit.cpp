@@ -21,7 +21,7 @@ extern "C" {
 #include <cerrno>
 #include <cstring>
 
-#include "pg/table_time_limit.hpp"
+#include "pg/partitions/table_time_limit.hpp"
 
 namespace {
 

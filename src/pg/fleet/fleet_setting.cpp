@@ -9,8 +9,8 @@ extern "C" {
 }
 
 #include "core/fleet.hpp"
-#include "pg/fleet_setting.hpp"
-#include "pg/peer_query.hpp"
+#include "pg/fleet/fleet_setting.hpp"
+#include "pg/fleet/peer_query.hpp"
 
 bool snowflake_check_fleet_setting(char **new_value, void **extra, GucSource source) {
     const char *list = *new_value != nullptr ? *new_value : "";

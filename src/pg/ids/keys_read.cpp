@@ -46,8 +46,9 @@ extern "C" {
 
 #include "core/codec.hpp"
 #include "core/key_floor.hpp"
+#include "pg/as_owner.hpp"
 #include "pg/compat.hpp"
-#include "pg/keys_read.hpp"
+#include "pg/ids/keys_read.hpp"
 #include "pg/library_objects.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
@@ -411,20 +412,13 @@ bool read_keys_once(const snowflake::KeyWindow &window, int64 now_unix_ms, Datab
 
 DatabaseKeys snowflake_read_database_keys(const snowflake::KeyWindow &window) {
     const int64 now_unix_ms = snowflake_wall_clock_unix_ms();
-    Oid saved_user;
-    int saved_security_context;
-    GetUserIdAndSecContext(&saved_user, &saved_security_context);
-    SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, saved_security_context |
-                                                      SECURITY_LOCAL_USERID_CHANGE |
-                                                      SECURITY_RESTRICTED_OPERATION);
-    const int guc_nest_level = NewGUCNestLevel();
-    (void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_SESSION,
-                            GUC_ACTION_SAVE, true, 0, false);
     DatabaseKeys keys;
-    while (!read_keys_once(window, now_unix_ms, &keys)) {
-        CHECK_FOR_INTERRUPTS();
-    }
-    AtEOXact_GUC(false, guc_nest_level);
-    SetUserIdAndSecContext(saved_user, saved_security_context);
+    run_as_role({BOOTSTRAP_SUPERUSERID, "snowflake key floor",
+                 "reading this database's stored keys", false},
+                [&] {
+                    while (!read_keys_once(window, now_unix_ms, &keys)) {
+                        CHECK_FOR_INTERRUPTS();
+                    }
+                });
     return keys;
 }

@@ -148,3 +148,6 @@ FORWARD_TO_BIGINT(snowflake_to_integer, int84)
 FORWARD_TO_BIGINT(snowflake_to_smallint, int82)
 FORWARD_TO_BIGINT(snowflake_to_double, i8tod)
 FORWARD_TO_BIGINT(snowflake_to_real, i8tof)
+// The transitions of min(snowflake) and max(snowflake) (version 1.9; id_aggregates.cpp).
+FORWARD_TO_BIGINT(snowflake_smaller, int8smaller)
+FORWARD_TO_BIGINT(snowflake_larger, int8larger)

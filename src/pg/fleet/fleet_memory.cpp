@@ -15,8 +15,8 @@ extern "C" {
 #include "utils/timestamp.h"
 }
 
-#include "pg/fleet_memory.hpp"
-#include "pg/fleet_shared.hpp"
+#include "pg/fleet/fleet_memory.hpp"
+#include "pg/fleet/fleet_shared.hpp"
 
 FleetShared *snowflake_fleet_shared = nullptr;
 

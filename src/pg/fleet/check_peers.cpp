@@ -33,8 +33,8 @@ PG_FUNCTION_INFO_V1(snowflake_check_peers_with_fleet_rules);
 }
 
 #include "core/fleet.hpp"
-#include "pg/fleet_memory.hpp"
-#include "pg/peer_query.hpp"
+#include "pg/fleet/fleet_memory.hpp"
+#include "pg/fleet/peer_query.hpp"
 #include "pg/settings.hpp"
 
 namespace {

@@ -73,9 +73,9 @@ PGDLLEXPORT void snowflake_database_keys_reader_main(Datum);
 #include "core/generator.hpp"
 #include "core/key_floor.hpp"
 #include "pg/compat.hpp"
-#include "pg/durable_mark.hpp"
-#include "pg/keys_floor.hpp"
-#include "pg/keys_read.hpp"
+#include "pg/ids/durable_mark.hpp"
+#include "pg/ids/keys_floor.hpp"
+#include "pg/ids/keys_read.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
 

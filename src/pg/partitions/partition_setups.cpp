@@ -30,7 +30,7 @@ extern "C" {
 #include "core/partition_plan.hpp"
 #include "pg/as_owner.hpp"
 #include "pg/compat.hpp"
-#include "pg/partition_setups.hpp"
+#include "pg/partitions/partition_setups.hpp"
 
 extern "C" {
 PG_FUNCTION_INFO_V1(snowflake_partitioned_table_in);
@@ -125,11 +125,8 @@ void forget_dropped_setups(Oid config_table) {
         "%s AS d WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class AS c WHERE c.oid "
         "OPERATOR(pg_catalog.=) d.parent::pg_catalog.oid) FOR UPDATE SKIP LOCKED))",
         table, table);
-    const OwnerContext context = begin_as_owner(owner_of(config_table));
-    if (SPI_execute(statement, false, 0) != SPI_OK_DELETE) {
-        elog(ERROR, "snowflake: could not run: %s", statement);
-    }
-    end_as_owner(context);
+    (void)run_statement_as(
+        {owner_of(config_table), "snowflake_forget_dropped_setups()", statement, false}, statement);
 }
 
 // After any DROP in the database: a dropped table's setup goes with it, whoever dropped it.

@@ -52,10 +52,12 @@ extern "C" {
 #include "core/codec.hpp"
 #include "core/partition_plan.hpp"
 #include "pg/as_owner.hpp"
+#include "pg/id_bounds.hpp"
+#include "pg/object_names.hpp"
 #include "pg/compat.hpp"
-#include "pg/partition_bounds.hpp"
-#include "pg/partition_setups.hpp"
-#include "pg/table_time_limit.hpp"
+#include "pg/partitions/partition_bounds.hpp"
+#include "pg/partitions/partition_setups.hpp"
+#include "pg/partitions/table_time_limit.hpp"
 
 extern "C" {
 PG_FUNCTION_INFO_V1(snowflake_partition_table);
@@ -107,43 +109,18 @@ struct Report {
     const char *function_name;
 };
 
-// Names the function, the statement and the role it runs as, for an error raised in a step.
-void step_error_context(void *step) {
-    errcontext("%s", static_cast<const char *>(step));
-}
-
-// Runs one statement as the table's owner; with row_security off for a read that must see every
-// row. Returns the row count.
+// Runs one statement of a table's maintenance as the table's owner; with row_security off for a
+// read that must see every row. Returns the row count.
 uint64 run_as_owner(const Report &report, Oid owner, const char *statement, int argument_count,
                     Oid *argument_types, Datum *arguments, const char *nulls, bool see_every_row) {
-    char *step = psprintf("%s: %s, run as %s", report.function_name, statement,
-                          quote_identifier(GetUserNameFromId(owner, false)));
-    ErrorContextCallback callback{error_context_stack, step_error_context, step};
-    error_context_stack = &callback;
-    const OwnerContext context = begin_as_owner(owner);
-    if (see_every_row) {
-        (void)set_config_option("row_security", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
-                                true, 0, false);
-    }
-    const int status = SPI_execute_with_args(statement, argument_count, argument_types, arguments,
-                                             nulls, false, 0);
-    if (status < 0) {
-        elog(ERROR, "snowflake: could not run: %s", statement);
-    }
-    end_as_owner(context);
-    error_context_stack = callback.previous;
-    return SPI_processed;
+    return run_statement_as({owner, report.function_name, statement, see_every_row}, statement,
+                            argument_count, argument_types, arguments, nulls);
 }
 
 // A bigint of the last query's first row.
 int64 result_int64(int column, bool *is_null) {
     return DatumGetInt64(
         SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, column, is_null));
-}
-
-// The table as regclass prints it.
-char *table_text(Oid relation) {
-    return DatumGetCString(DirectFunctionCall1(regclassout, ObjectIdGetDatum(relation)));
 }
 
 // The extension's schema and objects, read as the caller (the catalog is public).
@@ -472,15 +449,11 @@ char *create_partition(const Report &report, const Setup &setup, Oid owner, Attr
 
 // Detaches (and drops, if the setup says so) the partitions whose whole range is older than the
 // retention: their bounds hold no newer key, so none is read.
-bool trim_partitions(const Report &report, const Extension &extension, const Setup &setup,
-                     Oid owner, const Partition *partitions, int count) {
-    Oid types[1] = {INTERVALOID};
-    Datum values[1] = {setup.retain};
-    run_as_owner(report, owner,
-                 psprintf("SELECT %s.snowflake_min_id(pg_catalog.now() - $1)", extension.schema), 1,
-                 types, values, nullptr, false);
-    bool is_null = true;
-    const int64 retention_start = result_int64(1, &is_null);
+bool trim_partitions(const Report &report, const Setup &setup, Oid owner,
+                     const Partition *partitions, int count) {
+    const int64 retention_start = snowflake_min_id_at(DatumGetTimestampTz(DirectFunctionCall2(
+        timestamptz_mi_interval, TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()),
+        setup.retain)));
     bool did_something = false;
     for (int i = 0; i < count; i++) {
         if (!snowflake::is_expired(partitions[i].range, retention_start)) {
@@ -513,9 +486,7 @@ void maintain_table(const Report &report, const Extension &extension, const Setu
     const AttrNumber key_attnum = read_key(setup.parent, extension);
     int count = 0;
     const Partition *partitions = read_partitions(setup, &count);
-    // snowflake_min_id(now()), computed here rather than by a query as the owner.
-    const int64 now_id = snowflake::min_id_at_or_after(
-        snowflake::unix_ms_ceil_from_pg_us(GetCurrentTransactionStartTimestamp()));
+    const int64 now_id = snowflake_min_id_at(GetCurrentTransactionStartTimestamp());
     int64 create_from = now_id;
     bool is_null = true;
     if (at_setup) {
@@ -583,7 +554,7 @@ void maintain_table(const Report &report, const Extension &extension, const Setu
             did_something = true;
         }
     }
-    if (setup.has_retain && trim_partitions(report, extension, setup, owner, partitions, count)) {
+    if (setup.has_retain && trim_partitions(report, setup, owner, partitions, count)) {
         did_something = true;
     }
     if (!did_something) {
@@ -759,9 +730,7 @@ extern "C" Datum snowflake_partition_table(PG_FUNCTION_ARGS) {
     setup.time_zone = text_to_cstring(PG_GETARG_TEXT_PP(4));
     setup.drop_expired = PG_GETARG_BOOL(5);
 
-    const int guc_nest_level = NewGUCNestLevel();
-    (void)set_config_option("search_path", kPinnedSearchPath, PGC_USERSET, PGC_S_SESSION,
-                            GUC_ACTION_SAVE, true, 0, false);
+    const int guc_nest_level = pin_search_path();
     SPI_connect();
     const Extension extension = find_extension();
     lock_parent(setup.parent, kName, true);
@@ -782,7 +751,7 @@ extern "C" Datum snowflake_partition_table(PG_FUNCTION_ARGS) {
                  6, types, values, nulls, false);
     maintain_table(report, extension, setup, true);
     SPI_finish();
-    AtEOXact_GUC(false, guc_nest_level);
+    unpin_search_path(guc_nest_level);
     return static_cast<Datum>(0);
 }
 
@@ -928,9 +897,7 @@ extern "C" Datum snowflake_maintain_partitions(PG_FUNCTION_ARGS) {
     constexpr char kName[] = "snowflake_maintain_partitions()";
     refuse_old_snapshot(kName);
     const Report report = open_report(fcinfo, kName);
-    const int guc_nest_level = NewGUCNestLevel();
-    (void)set_config_option("search_path", kPinnedSearchPath, PGC_USERSET, PGC_S_SESSION,
-                            GUC_ACTION_SAVE, true, 0, false);
+    const int guc_nest_level = pin_search_path();
     SPI_connect();
     const Extension extension = find_extension();
     Oid *parents = nullptr;
@@ -949,7 +916,7 @@ extern "C" Datum snowflake_maintain_partitions(PG_FUNCTION_ARGS) {
         maintain_one_of_many(report, extension, parents[i], kName);
     }
     SPI_finish();
-    AtEOXact_GUC(false, guc_nest_level);
+    unpin_search_path(guc_nest_level);
     return static_cast<Datum>(0);
 }
 
@@ -1007,9 +974,7 @@ extern "C" Datum snowflake_run_partition_maintenance(PG_FUNCTION_ARGS) {
     PreventCommandIfReadOnly("CALL snowflake_run_partition_maintenance()");
     SPI_connect_ext(SPI_OPT_NONATOMIC);
     // Pinned for this first transaction's reads, and again in each table's: a commit ends it.
-    int guc_nest_level = NewGUCNestLevel();
-    (void)set_config_option("search_path", kPinnedSearchPath, PGC_USERSET, PGC_S_SESSION,
-                            GUC_ACTION_SAVE, true, 0, false);
+    int guc_nest_level = pin_search_path();
     const Extension extension = find_extension();
     const LOCKTAG lock = run_lock(extension);
     if (LockAcquire(&lock, ExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL) {
@@ -1019,7 +984,7 @@ extern "C" Datum snowflake_run_partition_maintenance(PG_FUNCTION_ARGS) {
                         kName, quote_identifier(GetUserNameFromId(GetUserId(), false))),
                  errhint("Leave the tables to that run; pg_locks shows the session that holds "
                          "its advisory lock.")));
-        AtEOXact_GUC(false, guc_nest_level);
+        unpin_search_path(guc_nest_level);
         SPI_finish();
         PG_RETURN_VOID();
     }
@@ -1029,16 +994,14 @@ extern "C" Datum snowflake_run_partition_maintenance(PG_FUNCTION_ARGS) {
     {
         int parent_count = 0;
         const Oid *parents = list_tables_to_maintain(extension, &parent_count);
-        AtEOXact_GUC(false, guc_nest_level);
+        unpin_search_path(guc_nest_level);
         SPI_commit();
         for (int i = 0; i < parent_count; i++) {
             // This table's allocations, freed once it is committed.
             const MemoryContext table_memory = AllocSetContextCreate(
                 run_memory, "snowflake table maintenance", ALLOCSET_DEFAULT_SIZES);
             MemoryContextSwitchTo(table_memory);
-            guc_nest_level = NewGUCNestLevel();
-            (void)set_config_option("search_path", kPinnedSearchPath, PGC_USERSET, PGC_S_SESSION,
-                                    GUC_ACTION_SAVE, true, 0, false);
+            guc_nest_level = pin_search_path();
             const Report report{tuplestore_begin_heap(false, false, work_mem), columns, kName};
             maintain_one_of_many(report, extension, parents[i], kName);
             TupleTableSlot *slot = MakeSingleTupleTableSlot(columns, &TTSOpsMinimalTuple);
@@ -1047,7 +1010,7 @@ extern "C" Datum snowflake_run_partition_maintenance(PG_FUNCTION_ARGS) {
             }
             ExecDropSingleTupleTableSlot(slot);
             tuplestore_end(report.store);
-            AtEOXact_GUC(false, guc_nest_level);
+            unpin_search_path(guc_nest_level);
             SPI_commit();
             MemoryContextSwitchTo(run_memory);
             MemoryContextDelete(table_memory);
@@ -1090,9 +1053,7 @@ extern "C" Datum snowflake_partition_boundaries(PG_FUNCTION_ARGS) {
     }
     InitMaterializedSRF(fcinfo, 0);
     const auto *result = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
-    const int guc_nest_level = NewGUCNestLevel();
-    (void)set_config_option("search_path", kPinnedSearchPath, PGC_USERSET, PGC_S_SESSION,
-                            GUC_ACTION_SAVE, true, 0, false);
+    const int guc_nest_level = pin_search_path();
     SPI_connect();
     const Extension extension = find_extension();
     refuse_unnamed_zone(setup.time_zone);
@@ -1127,6 +1088,6 @@ extern "C" Datum snowflake_partition_boundaries(PG_FUNCTION_ARGS) {
         tuplestore_putvalues(result->setResult, result->setDesc, values, nulls);
     }
     SPI_finish();
-    AtEOXact_GUC(false, guc_nest_level);
+    unpin_search_path(guc_nest_level);
     return static_cast<Datum>(0);
 }

@@ -1,4 +1,4 @@
--- The snowflake extension, version 1.8, complete: what CREATE EXTENSION snowflake installs. The
+-- The snowflake extension, version 1.9, complete: what CREATE EXTENSION snowflake installs. The
 -- update scripts from 1.0 (snowflake--1.0--1.1.sql and on) reach the same objects, which the
 -- regression test install.sql compares; a change to the extension goes into both.
 \echo Use "CREATE EXTENSION snowflake" to load this file. \quit
@@ -298,6 +298,35 @@ COMMENT ON CAST (snowflake AS double precision) IS
     'Explicit only: an id has more digits than a double precision keeps';
 COMMENT ON CAST (snowflake AS real) IS
     'Explicit only: an id has more digits than a real keeps';
+
+-- min() and max() of the type (version 1.9): bigint's aggregates in all but the type, so that
+-- max(id) of a snowflake key is written as a string in JSON like the key. The planner hook plans
+-- each call as bigint's aggregate over the column (doc/design.md "The snowflake type"), so that a
+-- btree on the column answers it; without the library preloaded they read every row.
+CREATE FUNCTION snowflake_smaller(snowflake, snowflake) RETURNS snowflake
+    AS 'MODULE_PATHNAME', 'snowflake_smaller' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_larger(snowflake, snowflake) RETURNS snowflake
+    AS 'MODULE_PATHNAME', 'snowflake_larger' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE AGGREGATE min(snowflake) (
+    SFUNC = snowflake_smaller,
+    STYPE = snowflake,
+    COMBINEFUNC = snowflake_smaller,
+    PARALLEL = SAFE
+);
+CREATE AGGREGATE max(snowflake) (
+    SFUNC = snowflake_larger,
+    STYPE = snowflake,
+    COMBINEFUNC = snowflake_larger,
+    PARALLEL = SAFE
+);
+COMMENT ON FUNCTION snowflake_smaller(snowflake, snowflake) IS
+    'The smaller of two snowflake values (the transition of min(snowflake))';
+COMMENT ON FUNCTION snowflake_larger(snowflake, snowflake) IS
+    'The larger of two snowflake values (the transition of max(snowflake))';
+COMMENT ON AGGREGATE min(snowflake) IS
+    'The smallest snowflake value, of the type (a string in JSON, where bigint''s min() is a number)';
+COMMENT ON AGGREGATE max(snowflake) IS
+    'The largest snowflake value, of the type (a string in JSON, where bigint''s max() is a number)';
 
 -- Converting a key to the snowflake type ---------------------------------------------------------
 -- The conversion of 1.5 with the type to convert to: bigint (what the two-argument call does) or

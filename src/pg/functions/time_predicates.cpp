@@ -54,7 +54,8 @@ extern "C" {
 #include "pg/compat.hpp"
 #include "pg/library_objects.hpp"
 #include "pg/settings.hpp"
-#include "pg/time_predicates.hpp"
+#include "pg/functions/id_aggregates.hpp"
+#include "pg/functions/time_predicates.hpp"
 
 namespace {
 
@@ -335,10 +336,12 @@ bool add_to_every_query(Node *node, void *context) {
     return expression_tree_walker(node, SNOWFLAKE_WALKER_CALLBACK(add_to_every_query), context);
 }
 
-// The conditions are added before the standard planner runs, so that index paths and partition
-// pruning see them like any other.
+// The conditions are added, and the type's min() and max() given as bigint's (id_aggregates.hpp),
+// before the standard planner runs, so that index paths and partition pruning see them like any
+// other.
 PlannedStmt *plan_with_time_predicates(SNOWFLAKE_PLANNER_PARAMETERS) {
     RewriteContext context;
+    snowflake_plan_id_aggregates_as_bigint(parse);
     if (snowflake_time_predicates_setting && parse->commandType != CMD_UTILITY &&
         extension_installed()) {
         add_to_every_query(reinterpret_cast<Node *>(parse), &context);
@@ -358,6 +361,7 @@ void snowflake_install_planner_hook() {
     previous_planner_hook = planner_hook;
     planner_hook = plan_with_time_predicates;
     CacheRegisterSyscacheCallback(PROCOID, forget_extension_functions, 0);
+    snowflake_watch_id_aggregates();
 }
 
 void snowflake_assign_time_predicates(bool enabled, void *) {

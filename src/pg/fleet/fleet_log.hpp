@@ -2,7 +2,7 @@
 // after each check. Include only after postgres.h: it is part of the glue.
 #pragma once
 
-#include "pg/fleet_shared.hpp"
+#include "pg/fleet/fleet_shared.hpp"
 
 // Logs what changed since the last check: a member's problems appearing, changing or clearing,
 // a member with problems leaving the list, and the fence going up (naming holder) or down.

@@ -42,8 +42,7 @@ extern "C" {
 #include "core/generator.hpp"
 #include "core/mark_file.hpp"
 #include "pg/compat.hpp"
-#include "pg/durable_mark.hpp"
-#include "pg/keys_floor.hpp"
+#include "pg/ids/durable_mark.hpp"
 #include "pg/shared_state.hpp"
 
 namespace {
@@ -128,25 +127,6 @@ void record_unreadable_mark_file(SnowflakeShared *shared, int file_errno) {
                   errmsg("could not read snowflake mark file \"%s\": %m; snowflake_nextval() "
                          "will refuse to generate ids",
                          kMarkFileName)));
-}
-
-// When the postmaster exits normally (a fast, smart or immediate stop), every backend is gone and
-// every id issued is in the state word, so the exact last timestamp replaces the lease: after a
-// fast or smart stop the next start has nothing to wait out (after an immediate one, crash
-// recovery replays the last mark records, whose lease is waited out). While nothing was issued
-// since a stored key raised the generator, the file keeps its lease instead, which covers every
-// id issued, and the next start reads the keys again: a key removed meanwhile holds nothing back.
-// At a crash re-initialisation (code 1) the lease stays: the memory a crashed backend could have
-// scribbled on is not trusted.
-void save_final_mark(int code, Datum) {
-    SnowflakeShared *shared = snowflake_shared;
-    if (code != 0 || shared == nullptr || shared->mark_file_state != MarkFileState::kUsable) {
-        return;
-    }
-    const snowflake::LastIssued last = snowflake::last_issued(shared->generator);
-    if (last.any && !snowflake_keys_floor_holds_generation(shared)) {
-        write_mark_file(last.unix_ms, LOG);
-    }
 }
 
 // The resource manager id of the mark records: 128, RM_EXPERIMENTAL_ID, the id PostgreSQL sets
@@ -300,8 +280,13 @@ void snowflake_raise_generator_through(SnowflakeShared *shared, int64_t through_
     snowflake::raise_floor(shared->generator, through_unix_ms);
 }
 
-void snowflake_save_final_mark_at_exit() {
-    on_shmem_exit(save_final_mark, 0);
+bool snowflake_final_mark_due(const SnowflakeShared *shared) {
+    return shared->mark_file_state == MarkFileState::kUsable &&
+           snowflake::last_issued(shared->generator).any;
+}
+
+void snowflake_write_final_mark(const SnowflakeShared *shared) {
+    write_mark_file(snowflake::last_issued(shared->generator).unix_ms, LOG);
 }
 
 MarkRestore snowflake_restore_durable_mark(SnowflakeShared *shared) {

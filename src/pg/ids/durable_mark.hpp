@@ -23,8 +23,12 @@ MarkRestore snowflake_restore_durable_mark(SnowflakeShared *shared);
 // clock up to a lease behind that millisecond is waited out like the rest of a lease.
 void snowflake_raise_generator_through(SnowflakeShared *shared, int64_t through_unix_ms);
 
-// When the postmaster stops cleanly, saves the exact last timestamp in place of the lease.
-void snowflake_save_final_mark_at_exit();
+// At a clean stop of the postmaster: whether the mark file is in use and an id was issued, so that
+// the exact last timestamp can replace the lease.
+bool snowflake_final_mark_due(const SnowflakeShared *shared);
+
+// Writes the exact last timestamp in place of the lease.
+void snowflake_write_final_mark(const SnowflakeShared *shared);
 
 // Refuses generation, naming the file and the way out, when the mark could not be restored.
 void snowflake_require_usable_mark(const SnowflakeShared *shared);

@@ -1,4 +1,5 @@
-// The planner hook for snowflake_timestamp(column) predicates (time_predicates.cpp).
+// The planner hook for snowflake_timestamp(column) predicates (time_predicates.cpp), which also
+// plans the type's min() and max() as bigint's (id_aggregates.hpp).
 #pragma once
 
 // Installs the hook, chained after any hook installed before.

@@ -24,6 +24,7 @@ PG_FUNCTION_INFO_V1(snowflake_max_id);
 
 #include "core/codec.hpp"
 #include "core/layout.hpp"
+#include "pg/id_bounds.hpp"
 
 namespace {
 
@@ -153,8 +154,7 @@ Datum snowflake_encode_timestamptz(PG_FUNCTION_ARGS) {
 
 // Lower bound of an id range; a sub-millisecond instant rounds up so the bound stays exact.
 Datum snowflake_min_id(PG_FUNCTION_ARGS) {
-    PG_RETURN_INT64(snowflake::min_id_at_or_after(
-        snowflake::unix_ms_ceil_from_pg_us(PG_GETARG_TIMESTAMPTZ(0))));
+    PG_RETURN_INT64(snowflake_min_id_at(PG_GETARG_TIMESTAMPTZ(0)));
 }
 
 // Upper bound of an id range; a sub-millisecond instant rounds down so the bound stays exact.

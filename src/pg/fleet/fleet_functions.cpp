@@ -19,8 +19,8 @@ PG_FUNCTION_INFO_V1(snowflake_fleet_summary);
 }
 
 #include "core/codec.hpp"
-#include "pg/fleet_refusal.hpp"
-#include "pg/fleet_shared.hpp"
+#include "pg/fleet/fleet_refusal.hpp"
+#include "pg/fleet/fleet_shared.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
 

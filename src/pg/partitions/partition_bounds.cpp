@@ -26,7 +26,7 @@ extern "C" {
 #include "core/codec.hpp"
 #include "core/partition_plan.hpp"
 #include "pg/library_objects.hpp"
-#include "pg/partition_bounds.hpp"
+#include "pg/partitions/partition_bounds.hpp"
 
 extern "C" {
 PG_FUNCTION_INFO_V1(snowflake_partition_ranges);

@@ -6,8 +6,8 @@ extern "C" {
 #include "postgres.h"
 }
 
-#include "pg/fleet_log.hpp"
-#include "pg/fleet_shared.hpp"
+#include "pg/fleet/fleet_log.hpp"
+#include "pg/fleet/fleet_shared.hpp"
 #include "pg/settings.hpp"
 
 namespace {
