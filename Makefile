@@ -56,7 +56,7 @@ REGRESS = codec generate info errors time_predicates partitioning peers convert 
 	partitions partition_zones \
 	install
 REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=test/snowflake.conf
-ISOLATION = interleaved_order time_predicates_sessions
+ISOLATION = interleaved_order time_predicates_sessions partition_stranger
 ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_check_iso \
 	--temp-config=test/snowflake.conf
 TAP_TESTS = 1

@@ -134,6 +134,19 @@ FROM typed_events e JOIN typed_notes n ON n.event_id = e.id)),
     $coordinator->safe_psql('postgres',
         "SELECT count(*) - 1 || ' true' FROM typed_notes"),
     "a reference table's bigint column joins the snowflake distribution column");
+# max() and min() of the type (1.9) over every shard: the extremes, of the type, written as
+# strings in JSON; the same per group.
+is( $coordinator->safe_psql('postgres', q(
+SELECT pg_typeof(m.top) || ' ' || (m.top = b.top AND m.bottom = b.bottom) || ' '
+       || (to_json(m.top)::text = '"' || m.top || '"')
+FROM (SELECT max(id) AS top, min(id) AS bottom FROM typed_events) AS m,
+     (SELECT max(id::bigint) AS top, min(id::bigint) AS bottom FROM typed_events) AS b)),
+    'snowflake true true', 'max(id) and min(id) of a distributed table keep the type');
+is( $coordinator->safe_psql('postgres', q(
+SELECT count(*) FILTER (WHERE pg_typeof(top) = 'snowflake'::regtype AND top = top_bigint)
+FROM (SELECT origin, max(id) AS top, max(id::bigint) AS top_bigint FROM typed_events
+      GROUP BY origin) AS g)),
+    '2', 'and per group');
 
 # A distributed table partitioned by time on its key (1.7): Citus gives every partition that
 # snowflake_partition_table() and snowflake_maintain_partitions() attach its shards, and rows
