@@ -14,8 +14,9 @@ struct RoleStep {
     bool see_every_row;         // row_security off: a read that policies must not filter
 };
 
-// What entering a step changed, for leaving it to restore. An error in between is undone by the
-// (sub)transaction's abort, which restores the user, the settings and the error context.
+// What entering a step changed, for leaving it to restore. After an error in between, the
+// (sub)transaction's abort restores the user and the settings, and the error's longjmp the error
+// context stack.
 struct EnteredStep {
     ErrorContextCallback context;
     Oid saved_user;

@@ -110,9 +110,10 @@ void request_shared_memory() {
 // At a crash re-initialisation (code 1) the lease stays: the memory a crashed backend could have
 // scribbled on is not trusted.
 void save_final_mark(int code, Datum) {
-    const SnowflakeShared *shared = snowflake_shared;
+    SnowflakeShared *shared = snowflake_shared;
+    // When the floor holds generation, it also arms itself again for the next start.
     if (code == 0 && shared != nullptr && snowflake_final_mark_due(shared) &&
-        !snowflake_keys_floor_holds_generation(snowflake_shared)) {
+        !snowflake_keys_floor_holds_generation(shared)) {
         snowflake_write_final_mark(shared);
     }
 }

@@ -27,7 +27,6 @@ extern "C" {
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
-#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "utils/tuplestore.h"
 }
@@ -66,10 +65,12 @@ constexpr char kDefaultQuery[] =
     "AND s.relkind = 'S') "
     "FROM pg_catalog.pg_attrdef AS d WHERE d.adrelid = $1 AND d.adnum = $2";
 
+// Whether the column is part of a primary key or unique constraint.
 constexpr char kKeyConstraintQuery[] =
     "SELECT 1 FROM pg_catalog.pg_constraint WHERE conrelid = $1 AND contype IN ('p', 'u') "
     "AND $2 = ANY (conkey)";
 
+// The extension's schema, quoted, and its OID.
 constexpr char kExtensionSchemaQuery[] =
     "SELECT pg_catalog.quote_ident(n.nspname), n.oid FROM pg_catalog.pg_extension AS e "
     "JOIN pg_catalog.pg_namespace AS n ON n.oid = e.extnamespace WHERE e.extname = 'snowflake'";
@@ -167,18 +168,18 @@ KeyFacts read_key(Oid relation, const char *column, AttrNumber *attnum, Oid targ
     const int typmod = attribute->atttypmod;
     const bool inherited = attribute->attinhcount > 0;
     ReleaseSysCache(attribute_tuple);
-    const bool to_snowflake = target != INT8OID;
-    const bool snowflake_key = to_snowflake && key.type == snowflake_type;
+    const bool to_the_type = target != INT8OID;
+    const bool snowflake_key = to_the_type && key.type == snowflake_type;
     if (key.type != INT2OID && key.type != INT4OID && key.type != INT8OID && !snowflake_key) {
         ereport(ERROR,
                 (errcode(ERRCODE_DATATYPE_MISMATCH),
                  errmsg("column %s is of type %s, not an integer key", key.column_text,
                         format_type_with_typemod(key.type, typmod)),
-                 to_snowflake ? errhint("Only smallint, integer and bigint keys fed by a sequence "
-                                        "or an identity, and bigint and snowflake keys with "
-                                        "DEFAULT snowflake_nextval(), can be converted.")
-                              : errhint("Only smallint, integer and bigint keys fed by a sequence "
-                                        "or an identity can be converted.")));
+                 to_the_type ? errhint("Only smallint, integer and bigint keys fed by a sequence "
+                                       "or an identity, and bigint and snowflake keys with "
+                                       "DEFAULT snowflake_nextval(), can be converted.")
+                             : errhint("Only smallint, integer and bigint keys fed by a sequence "
+                                       "or an identity can be converted.")));
     }
     if (inherited) {
         ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
@@ -195,7 +196,7 @@ KeyFacts read_key(Oid relation, const char *column, AttrNumber *attnum, Oid targ
         SPI_processed > 0 &&
         DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &is_null));
     key.fed_by_snowflake_nextval =
-        to_snowflake && (key.type == INT8OID || snowflake_key) &&
+        to_the_type && (key.type == INT8OID || snowflake_key) &&
         default_is_snowflake_nextval(relation, *attnum, extension_namespace);
     if (key.identity == '\0' && !default_uses_sequence && !key.fed_by_snowflake_nextval) {
         ereport(ERROR,
@@ -203,7 +204,7 @@ KeyFacts read_key(Oid relation, const char *column, AttrNumber *attnum, Oid targ
                  errmsg("column %s is not fed by a sequence", key.column_text),
                  errdetail("Its default is %s.",
                            key.default_expression != nullptr ? key.default_expression : "not set"),
-                 to_snowflake
+                 to_the_type
                      ? errhint("Only serial, bigserial, DEFAULT nextval(...) and identity columns, "
                                "and bigint columns with DEFAULT snowflake_nextval(), are "
                                "converted; set DEFAULT snowflake_nextval() on a bigint column "
@@ -393,7 +394,7 @@ Datum convert_column(FunctionCallInfo fcinfo, Oid target) {
     refuse_partition_keys(paths);
     refuse_views_and_policies(paths, key.column_text);
     refuse_shared_identity(relation, column, key);
-    refuse_keys_out_of_range(relation, column, key, extension_schema);
+    refuse_keys_out_of_range(relation, column, key);
     int root_count = 0;
     const Root *roots = referencing_roots(paths, &root_count);
     if (to_snowflake(paths)) {
@@ -414,37 +415,6 @@ Datum convert_column(FunctionCallInfo fcinfo, Oid target) {
 }
 
 }  // namespace
-
-uint64 run_query(const char *statement, int argument_count, Oid *argument_types, Datum *arguments,
-                 bool read_only) {
-    SPIPlanPtr plan = SPI_prepare(statement, argument_count, argument_types);
-    if (plan == nullptr) {
-        elog(ERROR, "snowflake: could not prepare: %s", statement);
-    }
-    const int status = SPI_execute_snapshot(plan, arguments, nullptr, GetLatestSnapshot(),
-                                            InvalidSnapshot, read_only, false, 0);
-    if (status < 0) {
-        elog(ERROR, "snowflake: could not run: %s", statement);
-    }
-    SPI_freeplan(plan);
-    return SPI_processed;
-}
-
-char *first_text() {
-    if (SPI_processed == 0) {
-        return nullptr;
-    }
-    return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-}
-
-char *column_text(Oid relation, AttrNumber attnum) {
-    return psprintf("%s.%s", table_text(relation),
-                    quote_identifier(get_attname(relation, attnum, false)));
-}
-
-char *role_text(Oid role) {
-    return GetUserNameFromId(role, false);
-}
 
 }  // namespace snowflake_convert
 

@@ -67,7 +67,9 @@ char *role_text(Oid role);
 inline constexpr char kParentsQuery[] =
     "SELECT inhparent FROM pg_catalog.pg_inherits WHERE inhrelid = $1 ORDER BY inhseqno";
 
-// The error of a key whose paths hold tables or domains of other roles than its owner.
+// The error of a key whose paths hold tables or domains of other roles than its owner: raised by
+// refuse_mixed_owners once every table is locked, and while the paths are followed, before each
+// lock, by the check that keeps a stranger from locking another role's table.
 [[noreturn]] void report_mixed_owners(const char *key_text, Oid owner, const char *others);
 
 // Follows every path of the key's values from columns[0]: up to the table that alters each
@@ -141,8 +143,7 @@ void refuse_shared_identity(Oid relation, const char *column, const KeyFacts &ke
 // Old keys must stay below every id the generator can issue from now on, unless the generator
 // issued them (a key fed by snowflake_nextval() already), and none may be negative. The read sees
 // every key (refuse_hidden_rows).
-void refuse_keys_out_of_range(Oid relation, const char *column, const KeyFacts &key,
-                              const char *extension_schema);
+void refuse_keys_out_of_range(Oid relation, const char *column, const KeyFacts &key);
 
 // Follows a new id down a table's tree as an INSERT would: into the one partition that accepts it
 // when the table is partitioned by the column alone, into every partition otherwise (another

@@ -8,10 +8,12 @@ extern "C" {
 #include "catalog/pg_constraint.h"
 #include "catalog/pg_inherits.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 }
 
@@ -177,6 +179,18 @@ int compare_roots(const void *left, const void *right) {
     return a->attnum - b->attnum;
 }
 
+// What else uses a sequence: defaults of other columns, mostly.
+constexpr char kSequenceUsersQuery[] =
+    "SELECT pg_catalog.string_agg(pg_catalog.pg_describe_object(classid, objid, objsubid), ', ' "
+    "ORDER BY 1) FROM pg_catalog.pg_depend "
+    "WHERE refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass AND refobjid = $1 "
+    "AND deptype = 'n'";
+
+// The sequence owned by the column (a serial's, or an identity's), or InvalidOid.
+constexpr char kOwnedSequenceQuery[] =
+    "SELECT pg_catalog.pg_get_serial_sequence($1::pg_catalog.regclass::pg_catalog.text, $2)"
+    "::pg_catalog.regclass::pg_catalog.oid";
+
 }  // namespace
 
 [[noreturn]] void report_mixed_owners(const char *key_text, Oid owner, const char *others) {
@@ -309,6 +323,53 @@ Root *referencing_roots(const KeyPaths &paths, int *count) {
     }
     qsort(roots, static_cast<size_t>(*count), sizeof(Root), compare_roots);
     return roots;
+}
+
+uint64 run_query(const char *statement, int argument_count, Oid *argument_types, Datum *arguments,
+                 bool read_only) {
+    SPIPlanPtr plan = SPI_prepare(statement, argument_count, argument_types);
+    if (plan == nullptr) {
+        elog(ERROR, "snowflake: could not prepare: %s", statement);
+    }
+    const int status = SPI_execute_snapshot(plan, arguments, nullptr, GetLatestSnapshot(),
+                                            InvalidSnapshot, read_only, false, 0);
+    if (status < 0) {
+        elog(ERROR, "snowflake: could not run: %s", statement);
+    }
+    SPI_freeplan(plan);
+    return SPI_processed;
+}
+
+char *first_text() {
+    if (SPI_processed == 0) {
+        return nullptr;
+    }
+    return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+}
+
+char *column_text(Oid relation, AttrNumber attnum) {
+    return psprintf("%s.%s", table_text(relation),
+                    quote_identifier(get_attname(relation, attnum, false)));
+}
+
+char *role_text(Oid role) {
+    return GetUserNameFromId(role, false);
+}
+
+Oid owned_sequence(Oid relation, const char *column) {
+    Oid types[2] = {OIDOID, TEXTOID};
+    Datum arguments[2] = {ObjectIdGetDatum(relation), CStringGetTextDatum(column)};
+    run_query(kOwnedSequenceQuery, 2, types, arguments, true);
+    bool is_null = true;
+    const Datum sequence = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &is_null);
+    return is_null ? InvalidOid : DatumGetObjectId(sequence);
+}
+
+char *sequence_users(Oid sequence) {
+    Oid types[1] = {OIDOID};
+    Datum arguments[1] = {ObjectIdGetDatum(sequence)};
+    run_query(kSequenceUsersQuery, 1, types, arguments, true);
+    return first_text();
 }
 
 }  // namespace snowflake_convert

@@ -96,18 +96,6 @@ constexpr char kBlockersQuery[] =
     "'pg_catalog.pg_proc'::pg_catalog.regclass) "
     "OR (dep.classid = 'pg_catalog.pg_attrdef'::pg_catalog.regclass AND dep.deptype = 'n')";
 
-// What else uses a sequence: defaults of other columns, mostly.
-constexpr char kSequenceUsersQuery[] =
-    "SELECT pg_catalog.string_agg(pg_catalog.pg_describe_object(classid, objid, objsubid), ', ' "
-    "ORDER BY 1) FROM pg_catalog.pg_depend "
-    "WHERE refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass AND refobjid = $1 "
-    "AND deptype = 'n'";
-
-// The sequence owned by the column (a serial's, or an identity's), or InvalidOid.
-constexpr char kOwnedSequenceQuery[] =
-    "SELECT pg_catalog.pg_get_serial_sequence($1::pg_catalog.regclass::pg_catalog.text, $2)"
-    "::pg_catalog.regclass::pg_catalog.oid";
-
 // A read that must see every row runs as the table's owner with row_security off; a table whose
 // policies apply to its owner (FORCE ROW LEVEL SECURITY) is refused first, so that no policy can
 // hide a row and the read does not fail on one.
@@ -479,22 +467,6 @@ void refuse_views_and_policies(const KeyPaths &paths, const char *key_text) {
     }
 }
 
-Oid owned_sequence(Oid relation, const char *column) {
-    Oid types[2] = {OIDOID, TEXTOID};
-    Datum arguments[2] = {ObjectIdGetDatum(relation), CStringGetTextDatum(column)};
-    run_query(kOwnedSequenceQuery, 2, types, arguments, true);
-    bool is_null = true;
-    const Datum sequence = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &is_null);
-    return is_null ? InvalidOid : DatumGetObjectId(sequence);
-}
-
-char *sequence_users(Oid sequence) {
-    Oid types[1] = {OIDOID};
-    Datum arguments[1] = {ObjectIdGetDatum(sequence)};
-    run_query(kSequenceUsersQuery, 1, types, arguments, true);
-    return first_text();
-}
-
 void refuse_shared_identity(Oid relation, const char *column, const KeyFacts &key) {
     if (key.identity == '\0') {
         return;
@@ -517,8 +489,7 @@ void refuse_shared_identity(Oid relation, const char *column, const KeyFacts &ke
     }
 }
 
-void refuse_keys_out_of_range(Oid relation, const char *column, const KeyFacts &key,
-                              const char *extension_schema) {
+void refuse_keys_out_of_range(Oid relation, const char *column, const KeyFacts &key) {
     refuse_hidden_rows(relation, key.owner);
     (void)run_statement_as(
         {key.owner, kFunctionName, psprintf("reading the keys of %s", key.column_text), true},

@@ -85,8 +85,8 @@ bool is_id_aggregate(const Aggref *call) {
     return list_length(call->args) == 1;
 }
 
-// A call of min(snowflake) or max(snowflake), a copy of the mutator's own, made bigint's and
-// wrapped in a relabelling to the type.
+// A call of min(snowflake) or max(snowflake), in the copy expression_tree_mutator made of it,
+// made bigint's and wrapped in a relabelling to the type.
 Node *as_bigint_aggregate(Aggref *call) {
     const Oid type = call->aggtype;
     call->aggfnoid = call->aggfnoid == known_aggregates.max ? F_MAX_INT8 : F_MIN_INT8;

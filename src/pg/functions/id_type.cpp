@@ -1,9 +1,9 @@
 // The snowflake type's functions: reading its text and binary forms and the casts from the integer
-// types and numeric, each refusing what no id can be; and its output, binary output and casts to
-// numeric, the smaller integers and the floating-point types, which are bigint's own code under
-// the type's signatures. Its
-// comparisons, hashing and sorting are bigint's own operators, reached through the binary cast
-// (doc/design.md "The snowflake type").
+// types and numeric, each refusing what no id can be; and its output, binary output, casts to
+// numeric, the smaller integers and the floating-point types, and the transitions of min() and
+// max() (version 1.9), which are bigint's own code under the type's signatures. Its comparisons,
+// hashing and sorting are bigint's own operators, reached through the binary cast (doc/design.md
+// "The snowflake type").
 
 extern "C" {
 #include "postgres.h"
@@ -11,7 +11,6 @@ extern "C" {
 #include "fmgr.h"
 #include "libpq/pqformat.h"
 #include "utils/fmgrprotos.h"
-#include "utils/numeric.h"
 #include "utils/numeric.h"
 
 PG_FUNCTION_INFO_V1(snowflake_in);

@@ -339,7 +339,7 @@ bool add_to_every_query(Node *node, void *context) {
 // The conditions are added, and the type's min() and max() given as bigint's (id_aggregates.hpp),
 // before the standard planner runs, so that index paths and partition pruning see them like any
 // other.
-PlannedStmt *plan_with_time_predicates(SNOWFLAKE_PLANNER_PARAMETERS) {
+PlannedStmt *plan_snowflake_statement(SNOWFLAKE_PLANNER_PARAMETERS) {
     RewriteContext context;
     snowflake_plan_id_aggregates_as_bigint(parse);
     if (snowflake_time_predicates_setting && parse->commandType != CMD_UTILITY &&
@@ -359,7 +359,7 @@ PlannedStmt *plan_with_time_predicates(SNOWFLAKE_PLANNER_PARAMETERS) {
 
 void snowflake_install_planner_hook() {
     previous_planner_hook = planner_hook;
-    planner_hook = plan_with_time_predicates;
+    planner_hook = plan_snowflake_statement;
     CacheRegisterSyscacheCallback(PROCOID, forget_extension_functions, 0);
     snowflake_watch_id_aggregates();
 }

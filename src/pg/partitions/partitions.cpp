@@ -1,7 +1,8 @@
-// snowflake_partition_table() and snowflake_maintain_partitions() (version 1.7): time partitions
-// of a table range-partitioned on its Snowflake key, kept ahead of the clock and trimmed by a
-// retention. doc/reference.md "Time partitions" says what they do; doc/design.md "Time partitions"
-// says why they are C and which locks they take.
+// snowflake_partition_table() and snowflake_maintain_partitions() (version 1.7), the procedure
+// snowflake_run_partition_maintenance() and snowflake_partition_boundaries() (version 1.8): time
+// partitions of a table range-partitioned on its Snowflake key, kept ahead of the clock and
+// trimmed by a retention. doc/reference.md "Time partitions" says what they do; doc/design.md
+// "Time partitions" says why they are C and which locks they take.
 //
 // The caller must have the privileges of the table's owner, checked before anything is locked.
 // Every statement that touches the table (reading its keys, CREATE TABLE, ATTACH, DETACH, DROP)
