@@ -397,6 +397,33 @@ WHERE parent IN ('hers.cancelling'::regclass, 'after_cancelling'::regclass) ORDE
 SELECT count(*) AS partitions_after_hers FROM pg_inherits
 WHERE inhparent = 'after_cancelling'::regclass;
 
+-- Her code that maintains every table itself, while the maintenance of every table runs it: the
+-- inner call runs within her table's time limit, and a cancel after it is an ordinary cancel (an
+-- inner limit once left a SIGINT handler that handed each signal to itself: the next cancel
+-- crashed the server).
+CREATE FUNCTION hers.maintains_every_table(integer) RETURNS integer LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    IF pg_catalog.current_setting('lock_timeout') = '1s'
+       AND pg_catalog.current_setting('hers.nested', true) IS DISTINCT FROM 'yes' THEN
+        PERFORM pg_catalog.set_config('hers.nested', 'yes', true);
+        PERFORM pg_catalog.count(*) FROM public.snowflake_maintain_partitions();
+    END IF;
+    RETURN $1;
+END
+$$;
+ALTER FUNCTION hers.maintains_every_table(integer) OWNER TO partition_owner;
+CREATE TABLE hers.nesting (id bigint NOT NULL, v integer) PARTITION BY RANGE (id);
+ALTER TABLE hers.nesting OWNER TO partition_owner;
+SELECT count(*) > 0 AS set_up FROM snowflake_partition_table('hers.nesting', '1 day', 0);
+CREATE INDEX ON hers.nesting ((v + hers.maintains_every_table(1)));
+UPDATE snowflake_partitioned_tables SET ahead = 1 WHERE parent = 'hers.nesting'::regclass;
+SET client_min_messages = error;
+SELECT parent, action FROM snowflake_maintain_partitions()
+WHERE parent = 'hers.nesting'::regclass;
+RESET client_min_messages;
+SELECT pg_cancel_backend(pg_backend_pid());
+SELECT 'the session goes on' AS after_the_cancel;
+
 -- The configuration table's trigger is its own: no role but its owner may use it, and on
 -- another table or as a statement trigger it refuses instead of reading a row it does not have.
 CREATE TABLE hers.strangers (x integer);

@@ -791,6 +791,8 @@ void maintain_one_of_many(const Report &report, const Extension &extension, Oid 
     BeginInternalSubTransaction(nullptr);
     MemoryContextSwitchTo(context);
     volatile bool maintained = false;
+    // Ended once on whichever path leaves the table: its starts and ends nest.
+    volatile bool limit_running = true;
     start_table_time_limit(kManyTablesTimeLimitMs);
     PG_TRY();
     {
@@ -809,13 +811,16 @@ void maintain_one_of_many(const Report &report, const Extension &extension, Oid 
             maintain_table(table_report, extension, setup, false);
         }
         AtEOXact_GUC(false, guc_nest_level);
+        limit_running = false;
         end_table_time_limit();
         ReleaseCurrentSubTransaction();
         maintained = true;
     }
     PG_CATCH();
     {
-        end_table_time_limit();
+        if (limit_running) {
+            end_table_time_limit();
+        }
         MemoryContextSwitchTo(context);
         ErrorData *error = CopyErrorData();
         FlushErrorState();

@@ -32,6 +32,12 @@ volatile sig_atomic_t cancel_signalled = false;
 // The SIGINT handler in place before the limit started, restored when it ends.
 struct sigaction sigint_before;
 
+// How many limits are running: a table owner's code may call the maintenance of every table
+// while hers runs. Only the outermost installs the handler and the timer, so that the handler is
+// never saved as the one it hands signals on to (which recursed until the stack overflowed), and
+// the inner tables run within the outer table's limit.
+int running_limits = 0;
+
 // Asks for a cancel, as statement_timeout does.
 void ask_for_cancel() {
     limit_reached = true;
@@ -66,6 +72,9 @@ TimeoutId limit_timer() {
 // The replaced handler is read before the new one is installed, so that a signal in between is
 // handed on to it.
 void start_table_time_limit(int limit_ms) {
+    if (running_limits++ > 0) {
+        return;
+    }
     limit_reached = false;
     cancel_signalled = false;
     (void)sigaction(SIGINT, nullptr, &sigint_before);
@@ -80,6 +89,9 @@ void start_table_time_limit(int limit_ms) {
 
 // Called on every path out of the table's maintenance, an error's included.
 void end_table_time_limit() {
+    if (--running_limits > 0) {
+        return;
+    }
     disable_timeout(limit_timer(), false);
     (void)sigaction(SIGINT, &sigint_before, nullptr);
 }

@@ -6,9 +6,11 @@
 
 // Starts the limit: after limit_ms, and every second after that, a cancel is asked for, as
 // statement_timeout asks for one; a cancel signal that arrives meanwhile is noted as a real one.
+// Inside a running limit (the owner's code maintaining every table) it starts nothing: the outer
+// limit goes on.
 void start_table_time_limit(int limit_ms);
 
-// Ends the limit, however the table's maintenance ended.
+// Ends the limit, however the table's maintenance ended; each start has its end.
 void end_table_time_limit();
 
 // Whether a cancel raised by the server during the table's maintenance is the limit's: the limit
