@@ -51,15 +51,22 @@ PGFILEDESC = "snowflake - Twitter-layout Snowflake ids"
 DOCS = doc/design.md doc/operations.md doc/performance.md doc/reference.md doc/security.md \
 	doc/testing.md
 
-# pg_regress, pg_isolation_regress and prove each start their own throwaway servers.
+# pg_regress, pg_isolation_regress and prove each start their own throwaway servers, configured
+# by test/snowflake.conf. With TEST_SERVER=running, pg_regress and pg_isolation_regress use the
+# server that the PG* environment names instead, set up as that file says, and the TAP tests,
+# which need servers of their own, are left out (debian/tests/installcheck).
 REGRESS = codec generate info errors time_predicates partitioning peers convert type convert_type \
 	partitions partition_zones \
 	install
-REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=test/snowflake.conf
 ISOLATION = interleaved_order time_predicates_sessions partition_stranger
+ifeq ($(TEST_SERVER),running)
+ISOLATION_OPTS = --inputdir=test/isolation
+else
+REGRESS_OPTS = --temp-instance=tmp_check_regress --temp-config=test/snowflake.conf
 ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_check_iso \
 	--temp-config=test/snowflake.conf
 TAP_TESTS = 1
+endif
 PROVE_TESTS = test/t/*.pl
 EXTRA_CLEAN = tmp_check_regress tmp_check_iso output_iso .pg_build_stamp test/unit/unit_tests \
 	test/unit/unit_tests_sanitized test/fuzz/fuzz_core test/bench/core_bench
@@ -181,4 +188,16 @@ boundarycheck:
 	fi
 	@echo "src/pg: each folder includes the top level and itself; one arrow between folders"
 
-.PHONY: unitcheck fuzzcheck boundarycheck uninstall-docs dist
+# An extension directory of its own, for PostgreSQL 18's extension_control_path and
+# dynamic_library_path (README "Installation"): the control file and scripts in
+# $(EXTENSION_DIR)/share/extension, the library in $(EXTENSION_DIR)/lib, as CloudNativePG mounts an
+# extension's image; nothing goes into the server's own directories.
+install-extension-dir: all
+	@test -n "$(EXTENSION_DIR)" || \
+		{ echo "Name the directory: make install-extension-dir EXTENSION_DIR=/path"; exit 1; }
+	$(MKDIR_P) '$(EXTENSION_DIR)/share/extension' '$(EXTENSION_DIR)/lib'
+	$(INSTALL_DATA) $(srcdir)/$(EXTENSION).control $(addprefix $(srcdir)/, $(DATA)) \
+		'$(EXTENSION_DIR)/share/extension/'
+	$(INSTALL_SHLIB) $(MODULE_big)$(DLSUFFIX) '$(EXTENSION_DIR)/lib/'
+
+.PHONY: unitcheck fuzzcheck boundarycheck uninstall-docs dist install-extension-dir
