@@ -45,7 +45,8 @@ DATA = src/sql/snowflake--1.0.sql src/sql/snowflake--1.0--1.1.sql \
 	src/sql/snowflake--1.6--1.7.sql \
 	src/sql/snowflake--1.7--1.8.sql \
 	src/sql/snowflake--1.8--1.9.sql \
-	src/sql/snowflake--1.9.sql
+	src/sql/snowflake--1.9--1.10.sql \
+	src/sql/snowflake--1.10.sql
 PGFILEDESC = "snowflake - Twitter-layout Snowflake ids"
 # The documentation beyond the README, installed beside other extensions' documentation.
 DOCS = doc/design.md doc/operations.md doc/performance.md doc/reference.md doc/security.md \
@@ -56,7 +57,7 @@ DOCS = doc/design.md doc/operations.md doc/performance.md doc/reference.md doc/s
 # server that the PG* environment names instead, set up as that file says, and the TAP tests,
 # which need servers of their own, are left out (debian/tests/installcheck).
 REGRESS = codec generate info errors time_predicates partitioning peers convert type convert_type \
-	partitions partition_zones \
+	partitions partition_zones publications \
 	install
 ISOLATION = interleaved_order time_predicates_sessions partition_stranger
 ifeq ($(TEST_SERVER),running)

@@ -1,4 +1,4 @@
--- The complete install script of the current version (snowflake--1.9.sql) and the update scripts
+-- The complete install script of the current version (snowflake--1.10.sql) and the update scripts
 -- from 1.0 through every version are different files: both must end with the same objects,
 -- definitions, comments, grants and composite types, or one of them is wrong. In a database of
 -- its own, where no table of the other tests depends on the extension.

@@ -71,7 +71,8 @@ SELECT pg_describe_object(d.classid, d.objid, 0)
                           ', ' ORDER BY tgname)
                       FROM pg_trigger WHERE tgrelid = d.objid AND NOT tgisinternal), '')
                   || (SELECT concat_ws(' ', '', CASE WHEN relkind = 'v' THEN pg_get_viewdef(oid) END,
-                                       relacl, reloptions, relrowsecurity, relforcerowsecurity)
+                                       relacl, reloptions, relrowsecurity, relforcerowsecurity,
+                                       relreplident)
                       FROM pg_class WHERE oid = d.objid)
               WHEN 'pg_event_trigger'::regclass THEN (
                   SELECT concat_ws(' ', '', evtevent, evtfoid::regprocedure, evtenabled, evttags)

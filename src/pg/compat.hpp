@@ -169,6 +169,19 @@ inline TableScanDesc snowflake_table_beginscan(Relation table, Snapshot snapshot
 #endif
 }
 
+// Deletes one row outside the executor, as the current command, without a crosscheck snapshot;
+// PostgreSQL 19 replaced the flag for a row moving between partitions by a set of options.
+inline TM_Result snowflake_tuple_delete(Relation table, ItemPointer row, Snapshot snapshot,
+                                        bool wait, TM_FailureData *failure) {
+#if PG_VERSION_NUM >= 190000
+    return table_tuple_delete(table, row, GetCurrentCommandId(true), 0, snapshot, InvalidSnapshot,
+                              wait, failure);
+#else
+    return table_tuple_delete(table, row, GetCurrentCommandId(true), snapshot, InvalidSnapshot,
+                              wait, failure, false);
+#endif
+}
+
 // An input function's error that PostgreSQL 16 and later can take softly (pg_input_is_valid(),
 // COPY ... ON_ERROR ignore, JSON_VALUE ... ON ERROR) through the call's error context; before 16
 // every input error is thrown. Used as a statement: it returns from the input function.

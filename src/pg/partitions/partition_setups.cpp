@@ -1,6 +1,7 @@
 // The lifecycle of a row of snowflake_partitioned_tables (version 1.8): the type of its parent
 // column, which a restore never reads as another table; the trigger that leaves out a restored
-// row whose table is not there; and the event trigger that removes the row of a dropped table.
+// row whose table is not there; the event trigger that removes the row of a dropped table; and
+// (version 1.10) the trigger that keeps a logical replication subscriber's rows its own.
 // doc/design.md "Time partitions" says why a regclass column was not enough.
 //
 // A row names its table by OID. pg_dump writes a column by its output function, which gives a
@@ -16,15 +17,21 @@ extern "C" {
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "commands/event_trigger.h"
 #include "commands/trigger.h"
+#include "executor/executor.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "replication/logicalworker.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
 }
 
 #include "core/partition_plan.hpp"
@@ -37,6 +44,7 @@ PG_FUNCTION_INFO_V1(snowflake_partitioned_table_in);
 PG_FUNCTION_INFO_V1(snowflake_partitioned_table_out);
 PG_FUNCTION_INFO_V1(snowflake_leave_out_setup_without_table);
 PG_FUNCTION_INFO_V1(snowflake_forget_dropped_setups);
+PG_FUNCTION_INFO_V1(snowflake_keep_setups_local);
 }
 
 namespace {
@@ -108,25 +116,51 @@ extern "C" Datum snowflake_leave_out_setup_without_table(PG_FUNCTION_ARGS) {
     return Datum(0);
 }
 
-// Removes the rows of snowflake_partitioned_tables whose table is gone, as the configuration
-// table's owner: no row may outlive its table, whose OID a later table could be given (in a
-// read-only transaction none is removed: such a row is never maintained anyway).
-void forget_dropped_setups(Oid config_table) {
+// Removes rows of snowflake_partitioned_tables by their tuple ids, as catalogs are written,
+// without the executor: a publication that covers the table with a column list, or a replica
+// identity changed by its owner, would fail a DELETE, and with it a DROP of any table. The rows
+// still reach logical decoding as deletes, with the whole row (REPLICA IDENTITY FULL). Nothing is
+// written where no row matches, and nothing in a read-only transaction, where no row is needed
+// gone: a row whose table is gone is never maintained, and a setup is never written there.
+void remove_setups(Oid config_table, Oid parent) {
     if (XactReadOnly) {
         return;
     }
-    const char *table =
-        psprintf("%s.%s", quote_identifier(get_namespace_name(get_rel_namespace(config_table))),
-                 quote_identifier(get_rel_name(config_table)));
-    // A row another transaction holds (its own DROP's removal, not yet committed) is left to it,
-    // never awaited: no role's open transaction may hold up other roles' drops.
-    const char *statement = psprintf(
-        "DELETE FROM %s AS t WHERE t.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT d.ctid FROM "
-        "%s AS d WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class AS c WHERE c.oid "
-        "OPERATOR(pg_catalog.=) d.parent::pg_catalog.oid) FOR UPDATE SKIP LOCKED))",
-        table, table);
-    (void)run_statement_as(
-        {owner_of(config_table), "snowflake_forget_dropped_setups()", statement, false}, statement);
+    const bool of_one_table = OidIsValid(parent);
+    Relation table = table_open(config_table, RowExclusiveLock);
+    // The newest snapshot: a row committed after the statement began may be the one to remove.
+    Snapshot snapshot = RegisterSnapshot(GetLatestSnapshot());
+    TableScanDesc scan = snowflake_table_beginscan(table, snapshot);
+    TupleTableSlot *slot = table_slot_create(table, nullptr);
+    bool removed = false;
+    while (table_scan_getnextslot(scan, ForwardScanDirection, slot)) {
+        bool is_null = true;
+        const Oid row_parent = DatumGetObjectId(slot_getattr(slot, 1, &is_null));
+        const bool matches = of_one_table ? row_parent == parent
+                                          : !SearchSysCacheExists1(RELOID, row_parent);
+        if (is_null || !matches) {
+            continue;
+        }
+        // A row another transaction holds (its own DROP's removal, not yet committed) is left to
+        // it, never awaited: no role's open transaction may hold up other roles' drops. One
+        // table's row is awaited: its caller holds the table's lock, so only a transaction that
+        // set the same table up could hold it, and that one has ended.
+        TM_FailureData failure;
+        const TM_Result result =
+            snowflake_tuple_delete(table, &slot->tts_tid, snapshot, of_one_table, &failure);
+        if (result == TM_Ok) {
+            removed = true;
+        } else if (result == TM_Invisible) {
+            elog(ERROR, "snowflake: a row of snowflake_partitioned_tables is invisible to its scan");
+        }
+    }
+    ExecDropSingleTupleTableSlot(slot);
+    table_endscan(scan);
+    UnregisterSnapshot(snapshot);
+    table_close(table, NoLock);
+    if (removed) {
+        CommandCounterIncrement();
+    }
 }
 
 // After any DROP in the database: a dropped table's setup goes with it, whoever dropped it.
@@ -139,9 +173,34 @@ extern "C" Datum snowflake_forget_dropped_setups(PG_FUNCTION_ARGS) {
     const Oid config_table = config_table_beside(fcinfo->flinfo->fn_oid);
     // Gone when the DROP was of the extension itself.
     if (OidIsValid(config_table)) {
-        SPI_connect();
-        forget_dropped_setups(config_table);
-        SPI_finish();
+        remove_setups(config_table, InvalidOid);
     }
     PG_RETURN_VOID();
+}
+
+// Before a logical replication worker writes a row of snowflake_partitioned_tables: the row is
+// skipped, since a setup belongs to the server that made it. A subscriber that applied them would
+// maintain the partitions of a table it only receives, and lose its own setups to the
+// publisher's deletes (doc/reference.md "Logical replication").
+extern "C" Datum snowflake_keep_setups_local(PG_FUNCTION_ARGS) {
+    const auto *trigger_data = reinterpret_cast<TriggerData *>(fcinfo->context);
+    const bool is_its_trigger =
+        CALLED_AS_TRIGGER(fcinfo) && TRIGGER_FIRED_BEFORE(trigger_data->tg_event) &&
+        TRIGGER_FIRED_FOR_ROW(trigger_data->tg_event) &&
+        !TRIGGER_FIRED_BY_TRUNCATE(trigger_data->tg_event) &&
+        RelationGetRelid(trigger_data->tg_relation) == config_table_beside(fcinfo->flinfo->fn_oid);
+    if (!is_its_trigger) {
+        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+                        errmsg("snowflake_keep_setups_local() is the row trigger before INSERT, "
+                               "UPDATE or DELETE on snowflake_partitioned_tables"),
+                        errhint("Leave it on snowflake_partitioned_tables, where the extension "
+                                "put it.")));
+    }
+    if (IsLogicalWorker()) {
+        return Datum(0);
+    }
+    // Another session in replica mode (a superuser's bulk load) writes as it asked.
+    return PointerGetDatum(TRIGGER_FIRED_BY_UPDATE(trigger_data->tg_event)
+                               ? trigger_data->tg_newtuple
+                               : trigger_data->tg_trigtuple);
 }

@@ -19,6 +19,7 @@ extern "C" {
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
@@ -611,9 +612,23 @@ Report open_report(FunctionCallInfo fcinfo, const char *function_name) {
     return Report{result_info->setResult, result_info->setDesc, function_name};
 }
 
-// Refuses a REPEATABLE READ or SERIALIZABLE transaction: the partitions must be read as they are
-// once the lock is held.
-void refuse_old_snapshot(const char *function_name) {
+// Refuses a transaction that cannot maintain partitions, before anything is done: a read-only one
+// or a standby's (every call may create, detach or drop partitions, and write its setup), and a
+// REPEATABLE READ or SERIALIZABLE one (the partitions must be read as they are once the lock is
+// held).
+void refuse_unfit_transaction(const char *function_name) {
+    if (RecoveryInProgress()) {
+        ereport(ERROR, (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+                        errmsg("%s cannot run on a standby", function_name),
+                        errhint("Run it on the primary: the partitions it makes reach the "
+                                "standbys with the WAL.")));
+    }
+    if (XactReadOnly) {
+        ereport(ERROR, (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+                        errmsg("%s cannot run in a read-only transaction", function_name),
+                        errhint("Run it in a read-write transaction: BEGIN READ WRITE, or SET "
+                                "default_transaction_read_only = off first.")));
+    }
     if (IsolationUsesXactSnapshot()) {
         ereport(ERROR, (errcode(ERRCODE_INVALID_TRANSACTION_STATE),
                         errmsg("%s cannot run in a REPEATABLE READ or SERIALIZABLE transaction",
@@ -703,7 +718,7 @@ extern "C" Datum snowflake_partition_table(PG_FUNCTION_ARGS) {
                  errmsg("%s needs a table, an interval, a count ahead and a time zone", kName),
                  errhint("Call it as snowflake_partition_table('events', '1 month').")));
     }
-    refuse_old_snapshot(kName);
+    refuse_unfit_transaction(kName);
     const Report report = open_report(fcinfo, kName);
     Setup setup;
     setup.parent = PG_GETARG_OID(0);
@@ -741,13 +756,13 @@ extern "C" Datum snowflake_partition_table(PG_FUNCTION_ARGS) {
                        Int32GetDatum(setup.ahead),           setup.retain,
                        CStringGetTextDatum(setup.time_zone), BoolGetDatum(setup.drop_expired)};
     const char nulls[7] = {' ', ' ', ' ', setup.has_retain ? ' ' : 'n', ' ', ' ', '\0'};
+    // The table's old setup goes as every removal of a setup goes, and the new one is inserted,
+    // which no publication of the configuration table can fail (remove_setups()).
+    remove_setups(extension.config_table, setup.parent);
     run_as_owner(report, owner_of(extension.config_table),
-                 psprintf("INSERT INTO %s.snowflake_partitioned_tables AS t (parent, every, ahead, "
+                 psprintf("INSERT INTO %s.snowflake_partitioned_tables (parent, every, ahead, "
                           "retain, time_zone, drop_expired) VALUES ($1::pg_catalog.regclass, $2, "
-                          "$3, $4, $5, $6) ON CONFLICT (parent) WHERE parent::pg_catalog.oid "
-                          "OPERATOR(pg_catalog.<>) 0::pg_catalog.oid DO UPDATE SET every = "
-                          "excluded.every, ahead = excluded.ahead, retain = excluded.retain, "
-                          "time_zone = excluded.time_zone, drop_expired = excluded.drop_expired",
+                          "$3, $4, $5, $6)",
                           extension.schema),
                  6, types, values, nulls, false);
     maintain_table(report, extension, setup, true);
@@ -878,7 +893,7 @@ void maintain_one_of_many(const Report &report, const Extension &extension, Oid 
 // table is gone are removed, which the event trigger misses where event triggers do not fire
 // (single-user mode, event_triggers off, a temporary table dropped as its session ends).
 Oid *list_tables_to_maintain(const Extension &extension, int *count) {
-    forget_dropped_setups(extension.config_table);
+    remove_setups(extension.config_table, InvalidOid);
     if (SPI_execute(psprintf("SELECT t.parent::pg_catalog.oid FROM "
                              "%s.snowflake_partitioned_tables AS t JOIN pg_catalog.pg_class "
                              "AS c ON c.oid OPERATOR(pg_catalog.=) t.parent::pg_catalog.oid "
@@ -901,7 +916,7 @@ Oid *list_tables_to_maintain(const Extension &extension, int *count) {
 // Brings one table, or every table set up that the caller may maintain, up to its setup.
 extern "C" Datum snowflake_maintain_partitions(PG_FUNCTION_ARGS) {
     constexpr char kName[] = "snowflake_maintain_partitions()";
-    refuse_old_snapshot(kName);
+    refuse_unfit_transaction(kName);
     const Report report = open_report(fcinfo, kName);
     const int guc_nest_level = pin_search_path();
     SPI_connect();
@@ -976,8 +991,7 @@ extern "C" Datum snowflake_run_partition_maintenance(PG_FUNCTION_ARGS) {
                  errhint("CALL it on its own, or use SELECT * FROM "
                          "snowflake_maintain_partitions() inside a transaction.")));
     }
-    refuse_old_snapshot(kName);
-    PreventCommandIfReadOnly("CALL snowflake_run_partition_maintenance()");
+    refuse_unfit_transaction(kName);
     SPI_connect_ext(SPI_OPT_NONATOMIC);
     // Pinned for this first transaction's reads, and again in each table's: a commit ends it.
     int guc_nest_level = pin_search_path();

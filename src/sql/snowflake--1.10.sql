@@ -1,4 +1,4 @@
--- The snowflake extension, version 1.9, complete: what CREATE EXTENSION snowflake installs. The
+-- The snowflake extension, version 1.10, complete: what CREATE EXTENSION snowflake installs. The
 -- update scripts from 1.0 (snowflake--1.0--1.1.sql and on) reach the same objects, which the
 -- regression test install.sql compares; a change to the extension goes into both.
 \echo Use "CREATE EXTENSION snowflake" to load this file. \quit
@@ -399,6 +399,10 @@ CREATE UNIQUE INDEX snowflake_partitioned_tables_parent_key ON snowflake_partiti
     WHERE parent::pg_catalog.oid OPERATOR(pg_catalog.<>) 0::pg_catalog.oid;
 SELECT pg_catalog.pg_extension_config_dump('snowflake_partitioned_tables', '');
 GRANT SELECT ON snowflake_partitioned_tables TO PUBLIC;
+-- Every column identifies a row (version 1.10): a publication that covers the table (FOR ALL
+-- TABLES, FOR TABLES IN SCHEMA) then lets the extension update and delete its rows, which a DROP
+-- of any table would otherwise fail on. The unique index cannot serve: it is partial.
+ALTER TABLE snowflake_partitioned_tables REPLICA IDENTITY FULL;
 
 -- C: a row whose parent the type's input read as no table is left out, with a warning that names
 -- its setup, rather than kept pointing at no table (doc/design.md "Time partitions"). Not for
@@ -411,6 +415,20 @@ COMMENT ON FUNCTION snowflake_leave_out_setup_without_table() IS
 CREATE TRIGGER snowflake_leave_out_setup_without_table
     BEFORE INSERT OR UPDATE ON snowflake_partitioned_tables
     FOR EACH ROW EXECUTE FUNCTION snowflake_leave_out_setup_without_table();
+
+-- C: a row that a logical replication worker applies is skipped (version 1.10), so that a
+-- subscriber keeps its own setups and never maintains a table it only receives (doc/reference.md
+-- "Logical replication"). It fires only where session_replication_role is replica, as in those
+-- workers. Not for PUBLIC: it is this table's trigger, and refuses to be any other's.
+CREATE FUNCTION snowflake_keep_setups_local() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'snowflake_keep_setups_local' LANGUAGE C;
+REVOKE EXECUTE ON FUNCTION snowflake_keep_setups_local() FROM PUBLIC;
+COMMENT ON FUNCTION snowflake_keep_setups_local() IS
+    'Trigger of snowflake_partitioned_tables: skips every row that a logical replication worker inserts, updates or deletes, so that a subscriber keeps its own setups';
+CREATE TRIGGER snowflake_keep_setups_local
+    BEFORE INSERT OR UPDATE OR DELETE ON snowflake_partitioned_tables
+    FOR EACH ROW EXECUTE FUNCTION snowflake_keep_setups_local();
+ALTER TABLE snowflake_partitioned_tables ENABLE REPLICA TRIGGER snowflake_keep_setups_local;
 
 -- C: after any DROP, removes the rows whose table is gone, as the configuration table's owner,
 -- whoever dropped it, so that no row outlives its table and a dump never holds one. Not for
