@@ -54,10 +54,14 @@ install_dependencies() {
     echo "Testing against $("$PG_BINDIR/postgres" --version) ($PG_CONFIG)"
 }
 
-# Builds the extension and installs it into the PostgreSQL that PG_CONFIG names.
+# Builds the extension and installs it into the PostgreSQL that PG_CONFIG names, first removing
+# the scripts an earlier version installed there, whose names this version's make uninstall
+# would not know (the complete script of 1.9 is snowflake--1.9.sql).
 build_and_install() {
     local source_dir=$1
-    make -C "$source_dir" -s -j2 PG_CONFIG="$PG_CONFIG"
+    make -C "$source_dir" -s -j2 PG_CONFIG="$PG_CONFIG" || return 1
+    as_root find "$("$PG_CONFIG" --sharedir)/extension" -maxdepth 1 -name 'snowflake--*.sql' \
+        -delete
     as_root make -C "$source_dir" -s install PG_CONFIG="$PG_CONFIG"
 }
 

@@ -354,7 +354,7 @@ $cancelled->quit;
 
 like(error_of($node, q(SET default_transaction_read_only = on;
 CALL snowflake_run_partition_maintenance())),
-    qr/ERROR:  25006: cannot execute CALL snowflake_run_partition_maintenance\(\) in a read-only transaction/,
+    qr/ERROR:  25006: snowflake_run_partition_maintenance\(\) cannot run in a read-only transaction/,
     'it refuses to run read-only');
 like(error_of($node, q(BEGIN; CALL snowflake_run_partition_maintenance())),
     qr/ERROR:  25001: snowflake_run_partition_maintenance\(\) commits after each table and cannot run inside a transaction block/,
