@@ -358,9 +358,18 @@ CREATE FUNCTION snowflake_partitioned_table_in(cstring) RETURNS snowflake_partit
 CREATE FUNCTION snowflake_partitioned_table_out(snowflake_partitioned_table) RETURNS cstring
     AS 'MODULE_PATHNAME', 'snowflake_partitioned_table_out' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 
+-- The binary form (version 1.10), so that a subscription in binary mode can copy the table: the
+-- OID, which reads back as no table, as a bare number does.
+CREATE FUNCTION snowflake_partitioned_table_recv(internal) RETURNS snowflake_partitioned_table
+    AS 'MODULE_PATHNAME', 'snowflake_partitioned_table_recv' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_partitioned_table_send(snowflake_partitioned_table) RETURNS bytea
+    AS 'MODULE_PATHNAME', 'snowflake_partitioned_table_send' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
 CREATE TYPE snowflake_partitioned_table (
     INPUT = snowflake_partitioned_table_in,
     OUTPUT = snowflake_partitioned_table_out,
+    RECEIVE = snowflake_partitioned_table_recv,
+    SEND = snowflake_partitioned_table_send,
     LIKE = pg_catalog.regclass
 );
 COMMENT ON TYPE snowflake_partitioned_table IS
@@ -369,6 +378,10 @@ COMMENT ON FUNCTION snowflake_partitioned_table_in(cstring) IS
     'Reads a table''s name as regclass does; a bare number, - or the name of no table is read as no table (OID 0)';
 COMMENT ON FUNCTION snowflake_partitioned_table_out(snowflake_partitioned_table) IS
     'Writes the table''s name as regclass does';
+COMMENT ON FUNCTION snowflake_partitioned_table_recv(internal) IS
+    'Reads the binary form, an OID, as no table (OID 0): an OID from another server or a binary COPY may be any table here';
+COMMENT ON FUNCTION snowflake_partitioned_table_send(snowflake_partitioned_table) IS
+    'Writes the binary form, the OID, as regclass does';
 
 CREATE CAST (snowflake_partitioned_table AS oid) WITHOUT FUNCTION AS IMPLICIT;
 CREATE CAST (snowflake_partitioned_table AS regclass) WITHOUT FUNCTION AS IMPLICIT;

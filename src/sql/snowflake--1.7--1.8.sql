@@ -27,7 +27,8 @@ COMMENT ON FUNCTION snowflake_release_key(bigint) IS
 -- The setup of a dropped table goes with it ----------------------------------------------------
 -- Rows an older version left behind when their table was dropped: an OID that a later table may
 -- be given, and that pg_dump writes as a bare number. The replica identity of 1.10 comes first,
--- so that a publication covering the table does not fail the update (snowflake--1.9--1.10.sql).
+-- so that a publication of every table, or of the schema, does not fail the update
+-- (snowflake--1.9--1.10.sql); one that lists the table with a column list still does.
 ALTER TABLE snowflake_partitioned_tables REPLICA IDENTITY FULL;
 DELETE FROM snowflake_partitioned_tables AS t
 WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class AS c

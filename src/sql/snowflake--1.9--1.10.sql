@@ -1,6 +1,7 @@
 -- The snowflake extension, from 1.9 to 1.10: the configuration table of time partitions lives
 -- beside logical replication. A publication that covers it (FOR ALL TABLES, FOR TABLES IN SCHEMA)
--- no longer makes every DROP in the database fail, and a subscriber skips the rows it receives.
+-- no longer makes every DROP in the database fail, a subscriber skips the rows it receives, and a
+-- subscription in binary mode can copy them.
 -- The same objects as in the complete install script, which gives their reasons.
 \echo Use "ALTER EXTENSION snowflake UPDATE TO '1.10'" to load this file. \quit
 
@@ -15,3 +16,14 @@ CREATE TRIGGER snowflake_keep_setups_local
     BEFORE INSERT OR UPDATE OR DELETE ON snowflake_partitioned_tables
     FOR EACH ROW EXECUTE FUNCTION snowflake_keep_setups_local();
 ALTER TABLE snowflake_partitioned_tables ENABLE REPLICA TRIGGER snowflake_keep_setups_local;
+
+CREATE FUNCTION snowflake_partitioned_table_recv(internal) RETURNS snowflake_partitioned_table
+    AS 'MODULE_PATHNAME', 'snowflake_partitioned_table_recv' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_partitioned_table_send(snowflake_partitioned_table) RETURNS bytea
+    AS 'MODULE_PATHNAME', 'snowflake_partitioned_table_send' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+ALTER TYPE snowflake_partitioned_table SET (RECEIVE = snowflake_partitioned_table_recv,
+                                           SEND = snowflake_partitioned_table_send);
+COMMENT ON FUNCTION snowflake_partitioned_table_recv(internal) IS
+    'Reads the binary form, an OID, as no table (OID 0): an OID from another server or a binary COPY may be any table here';
+COMMENT ON FUNCTION snowflake_partitioned_table_send(snowflake_partitioned_table) IS
+    'Writes the binary form, the OID, as regclass does';

@@ -184,6 +184,45 @@ $dropper->quit;
 is($node->safe_psql('old17', q(SELECT string_agg(parent::text, ' ') FROM snowflake_partitioned_tables)),
     'bob_set_up', 'and the row is gone once the first commits');
 
+# A setup that another session makes while a DROP runs is not taken for one whose table is gone
+# (an attack on 1.10's first version removed it so). The dropping statement looks up the OIDs the
+# new table will get before that table exists, and then waits without taking a lock, which would
+# read the catalog's changes: its catalog cache holds that no relation has those OIDs.
+$node->safe_psql('old17', q(
+CREATE TABLE race_dropping (a int, b int, c int);
+INSERT INTO race_dropping VALUES (1, 1, 1);
+CREATE TABLE race_go (go boolean NOT NULL);
+INSERT INTO race_go VALUES (false);
+CREATE FUNCTION race_look_ahead(integer) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM count(*) FROM generate_series(1, 3000) AS g
+    WHERE ((SELECT max(oid)::bigint FROM pg_class) + g)::oid::regclass::text IS NOT NULL;
+    PERFORM pg_advisory_lock(4712);
+    LOOP
+        EXIT WHEN (SELECT go FROM race_go);
+        PERFORM pg_sleep(0.01);
+    END LOOP;
+    RETURN true;
+END $$;
+));
+$dropper = start_statement($node, 'old17', q(BEGIN;
+ALTER TABLE race_dropping DROP COLUMN c;
+ALTER TABLE race_dropping DROP COLUMN b, ADD CONSTRAINT looked CHECK (race_look_ahead(a));
+COMMIT));
+$node->poll_query_until('old17', q(SELECT count(*) = 1 FROM pg_locks
+    WHERE locktype = 'advisory' AND objid = 4712 AND granted))
+  or die 'the dropping statement did not look ahead';
+$node->safe_psql('old17', q(
+CREATE TABLE race_new (id bigint PRIMARY KEY DEFAULT snowflake_nextval()) PARTITION BY RANGE (id);
+SELECT count(*) FROM snowflake_partition_table('race_new', '1 day', ahead => 1);
+UPDATE race_go SET go = true;
+));
+finish_statement($dropper);
+is($node->safe_psql('old17', q(SELECT count(*) FROM snowflake_partitioned_tables
+    WHERE parent::regclass = 'race_new'::regclass)),
+    '1', 'a setup made during a DROP is kept');
+$node->safe_psql('old17', 'DROP TABLE race_dropping, race_go, race_new; DROP FUNCTION race_look_ahead(integer)');
+
 # The procedure. Bob's table, maintained first (its OID is lower), has an expired partition that
 # the run detaches; alice holds the expired partitions of her six tables, for each of which the
 # run waits its second (lock_timeout) and goes on; bob drops his last table meanwhile.

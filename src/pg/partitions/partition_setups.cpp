@@ -16,22 +16,25 @@
 extern "C" {
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
 #include "commands/event_trigger.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "libpq/pqformat.h"
 #include "replication/logicalworker.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
 #include "utils/snapmgr.h"
-#include "utils/syscache.h"
 }
 
 #include "core/partition_plan.hpp"
@@ -42,6 +45,8 @@ extern "C" {
 extern "C" {
 PG_FUNCTION_INFO_V1(snowflake_partitioned_table_in);
 PG_FUNCTION_INFO_V1(snowflake_partitioned_table_out);
+PG_FUNCTION_INFO_V1(snowflake_partitioned_table_recv);
+PG_FUNCTION_INFO_V1(snowflake_partitioned_table_send);
 PG_FUNCTION_INFO_V1(snowflake_leave_out_setup_without_table);
 PG_FUNCTION_INFO_V1(snowflake_forget_dropped_setups);
 PG_FUNCTION_INFO_V1(snowflake_keep_setups_local);
@@ -53,6 +58,21 @@ namespace {
 // ALTER EXTENSION SET SCHEMA moved it), or InvalidOid once it is dropped.
 Oid config_table_beside(Oid function) {
     return get_relname_relid("snowflake_partitioned_tables", get_func_namespace(function));
+}
+
+// Whether pg_class holds the relation in a snapshot: the one the rows of the configuration table
+// are read with, so that a table and its setup, made by one transaction, are seen together. The
+// catalog cache could answer from a stale entry that says no table has an OID a later table got.
+bool table_in_snapshot(Oid relation, Snapshot snapshot) {
+    Relation classes = table_open(RelationRelationId, AccessShareLock);
+    ScanKeyData key;
+    ScanKeyInit(&key, Anum_pg_class_oid, BTEqualStrategyNumber, F_OIDEQ,
+                ObjectIdGetDatum(relation));
+    SysScanDesc scan = systable_beginscan(classes, ClassOidIndexId, true, snapshot, 1, &key);
+    const bool found = HeapTupleIsValid(systable_getnext(scan));
+    systable_endscan(scan);
+    table_close(classes, AccessShareLock);
+    return found;
 }
 
 }  // namespace
@@ -73,6 +93,20 @@ extern "C" Datum snowflake_partitioned_table_in(PG_FUNCTION_ARGS) {
 // it, so that a restore reads it back as the same table.
 extern "C" Datum snowflake_partitioned_table_out(PG_FUNCTION_ARGS) {
     return DirectFunctionCall1(regclassout, PG_GETARG_DATUM(0));
+}
+
+// The binary form's reading: no table, whatever OID it holds. An OID from another server (a
+// logical replication subscription in binary mode) or from a binary COPY names any relation here,
+// as a bare number in the text form does.
+extern "C" Datum snowflake_partitioned_table_recv(PG_FUNCTION_ARGS) {
+    StringInfo buffer = reinterpret_cast<StringInfo>(PG_GETARG_POINTER(0));
+    (void)pq_getmsgint(buffer, sizeof(Oid));
+    PG_RETURN_OID(InvalidOid);
+}
+
+// The binary form is the OID, as regclass's is.
+extern "C" Datum snowflake_partitioned_table_send(PG_FUNCTION_ARGS) {
+    return DirectFunctionCall1(oidsend, PG_GETARG_DATUM(0));
 }
 
 // Before a row goes into snowflake_partitioned_tables: one whose table the input found no table
@@ -137,7 +171,7 @@ void remove_setups(Oid config_table, Oid parent) {
         bool is_null = true;
         const Oid row_parent = DatumGetObjectId(slot_getattr(slot, 1, &is_null));
         const bool matches = of_one_table ? row_parent == parent
-                                          : !SearchSysCacheExists1(RELOID, row_parent);
+                                          : !table_in_snapshot(row_parent, snapshot);
         if (is_null || !matches) {
             continue;
         }

@@ -182,7 +182,8 @@ bool lock_parent(Oid relation, const char *function_name, bool wait) {
             ereport(ERROR,
                     (errcode(ERRCODE_UNDEFINED_TABLE),
                      errmsg("table with OID %u does not exist", relation),
-                     errhint("Name the table: SELECT * FROM %s('events', ...).", function_name)));
+                     errhint("Name the table: SELECT * FROM %.*s('events', ...).",
+                             static_cast<int>(strlen(function_name)) - 2, function_name)));
         }
         const auto *form = reinterpret_cast<Form_pg_class>(GETSTRUCT(tuple));
         const Oid owner = form->relowner;
