@@ -29,6 +29,7 @@ OBJS = \
 	src/pg/ids/generate.o \
 	src/pg/ids/keys_floor.o \
 	src/pg/ids/keys_read.o \
+	src/pg/ids/keys_readers.o \
 	src/pg/ids/restored_copy.o \
 	src/pg/library_objects.o \
 	src/pg/module.o \

@@ -36,8 +36,10 @@ void note_stored_key(const KeyWindow &window, int64_t value, FoundKeys *found) n
     if (!may_hold_generation(window, value)) {
         return;
     }
-    int64_t &highest = value <= window.highest_id ? found->in_window : found->beyond_window;
+    const bool beyond = value > window.highest_id;
+    int64_t &highest = beyond ? found->beyond_window : found->in_window;
     highest = std::max(highest, value);
+    found->beyond_window_keys += beyond ? 1 : 0;
 }
 
 int64_t unix_ms_of_key(int64_t key) noexcept {

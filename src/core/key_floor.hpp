@@ -40,11 +40,12 @@ KeyWindow key_window(int64_t now_unix_ms, int64_t window_end_unix_ms, Node node)
 int64_t key_floor_through_ms(const KeyWindow &window, int64_t now_unix_ms,
                              int64_t highest_key) noexcept;
 
-// The highest keys of this server's pair that a read found in the window and beyond it; -1 for
-// none.
+// The highest keys of this server's pair that a read found in the window and beyond it (-1 for
+// none), and how many lie beyond it.
 struct FoundKeys {
     int64_t in_window = -1;
     int64_t beyond_window = -1;
+    uint64_t beyond_window_keys = 0;
 };
 
 // Whether a stored value is a key of this server's pair at or after the clock's millisecond, the
@@ -52,7 +53,8 @@ struct FoundKeys {
 bool may_hold_generation(const KeyWindow &window, int64_t value) noexcept;
 
 // Counts one stored value: a key of this server's pair in the window or beyond it raises the
-// matching highest key; any other value (another pair's, one before the clock) changes nothing.
+// matching highest key, and one beyond it is counted; any other value (another pair's, one
+// before the clock) changes nothing.
 void note_stored_key(const KeyWindow &window, int64_t value, FoundKeys *found) noexcept;
 
 // Whether a key beyond the window still stops generation at a clock reading: until the clock has

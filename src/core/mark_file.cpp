@@ -9,28 +9,70 @@ namespace snowflake {
 
 namespace {
 
-constexpr char kHeader[] = "snowflake mark v1\nmark_unix_ms=";
+constexpr char kVersion1Header[] = "snowflake mark v1\n";
+constexpr char kVersion2Header[] = "snowflake mark v2\n";
+constexpr char kSystemKey[] = "system_identifier=";
+constexpr char kMarkKey[] = "mark_unix_ms=";
 constexpr char kChecksumKey[] = "crc32c=";
 constexpr size_t kChecksumDigits = 8;
 constexpr uint32_t kCastagnoliReversed = 0x82F63B78;
 
-// Reads a run of decimal digits that fits an int64_t; returns the index after it, or 0.
-size_t parse_decimal(const char *bytes, size_t begin, size_t end, int64_t *value) noexcept {
-    int64_t result = 0;
+// Reads a run of decimal digits up to a limit; returns the index after it, or 0.
+size_t parse_decimal(const char *bytes, size_t begin, size_t end, uint64_t limit,
+                     uint64_t *value) noexcept {
+    uint64_t result = 0;
     size_t i = begin;
     for (; i < end && bytes[i] >= '0' && bytes[i] <= '9'; i++) {
-        const int digit = bytes[i] - '0';
-        if (result > (INT64_MAX - digit) / 10) {
+        const auto digit = static_cast<uint64_t>(bytes[i] - '0');
+        if (result > (limit - digit) / 10) {
             return 0;
         }
         result = result * 10 + digit;
     }
-    // One digit at least, and no leading zero, so that each mark has one spelling.
+    // One digit at least, and no leading zero, so that each value has one spelling.
     if (i == begin || (bytes[begin] == '0' && i - begin > 1)) {
         return 0;
     }
     *value = result;
     return i;
+}
+
+// Reads "key=digits\n" at begin; returns the index after the line, or 0.
+size_t parse_line(const char *bytes, size_t begin, size_t end, const char *key, uint64_t limit,
+                  uint64_t *value) noexcept {
+    const size_t key_size = std::strlen(key);
+    if (end - begin < key_size || std::memcmp(bytes + begin, key, key_size) != 0) {
+        return 0;
+    }
+    const size_t digits_end = parse_decimal(bytes, begin + key_size, end, limit, value);
+    if (digits_end == 0 || digits_end >= end || bytes[digits_end] != '\n') {
+        return 0;
+    }
+    return digits_end + 1;
+}
+
+// Reads the lines before the checksum of either version; returns where they end, or 0.
+size_t parse_body(const char *bytes, size_t size, int64_t *mark,
+                  uint64_t *system_identifier) noexcept {
+    const size_t header_size = sizeof(kVersion2Header) - 1;
+    if (size < header_size) {
+        return 0;
+    }
+    size_t line_end = header_size;
+    *system_identifier = 0;
+    if (std::memcmp(bytes, kVersion2Header, header_size) == 0) {
+        line_end = parse_line(bytes, line_end, size, kSystemKey, UINT64_MAX, system_identifier);
+        // Version 2 always names its cluster.
+        if (line_end == 0 || *system_identifier == 0) {
+            return 0;
+        }
+    } else if (std::memcmp(bytes, kVersion1Header, header_size) != 0) {
+        return 0;
+    }
+    uint64_t value = 0;
+    line_end = parse_line(bytes, line_end, size, kMarkKey, INT64_MAX, &value);
+    *mark = static_cast<int64_t>(value);
+    return line_end;
 }
 
 }  // namespace
@@ -46,9 +88,11 @@ uint32_t crc32c(const char *bytes, size_t size) noexcept {
     return ~crc;
 }
 
-MarkFileText format_mark_file(int64_t mark_unix_ms) noexcept {
+MarkFileText format_mark_file(int64_t mark_unix_ms, uint64_t system_identifier) noexcept {
     MarkFileText text{};
-    const int body = std::snprintf(text.bytes, sizeof(text.bytes), "%s%lld\n", kHeader,
+    const int body = std::snprintf(text.bytes, sizeof(text.bytes), "%s%s%llu\n%s%lld\n",
+                                   kVersion2Header, kSystemKey,
+                                   static_cast<unsigned long long>(system_identifier), kMarkKey,
                                    static_cast<long long>(mark_unix_ms));
     const int trailer = std::snprintf(text.bytes + body, sizeof(text.bytes) - body, "%s%08x\n",
                                       kChecksumKey, crc32c(text.bytes, body));
@@ -57,19 +101,12 @@ MarkFileText format_mark_file(int64_t mark_unix_ms) noexcept {
 }
 
 MarkFileResult parse_mark_file(const char *bytes, size_t size) noexcept {
-    const MarkFileResult malformed{MarkFileStatus::kMalformed, 0};
-    const size_t header_size = sizeof(kHeader) - 1;
-    if (size < header_size || std::memcmp(bytes, kHeader, header_size) != 0) {
-        return malformed;
-    }
+    const MarkFileResult malformed{MarkFileStatus::kMalformed, 0, 0};
     int64_t mark = 0;
-    const size_t digits_end = parse_decimal(bytes, header_size, size, &mark);
-    if (digits_end == 0 || digits_end >= size || bytes[digits_end] != '\n') {
-        return malformed;
-    }
-    const size_t body_size = digits_end + 1;
+    uint64_t system_identifier = 0;
+    const size_t body_size = parse_body(bytes, size, &mark, &system_identifier);
     const size_t key_size = sizeof(kChecksumKey) - 1;
-    if (size != body_size + key_size + kChecksumDigits + 1 ||
+    if (body_size == 0 || size != body_size + key_size + kChecksumDigits + 1 ||
         std::memcmp(bytes + body_size, kChecksumKey, key_size) != 0 || bytes[size - 1] != '\n') {
         return malformed;
     }
@@ -83,13 +120,13 @@ MarkFileResult parse_mark_file(const char *bytes, size_t size) noexcept {
         stored = stored << 4 | static_cast<uint32_t>(digit ? c - '0' : c - 'a' + 10);
     }
     if (stored != crc32c(bytes, body_size)) {
-        return {MarkFileStatus::kChecksumMismatch, 0};
+        return {MarkFileStatus::kChecksumMismatch, 0, 0};
     }
     // Every mark written is a timestamp of the layout; anything else would wrap the generator.
     if (mark < kEpochUnixMs || mark > kMaxUnixMs) {
-        return {MarkFileStatus::kOutOfRange, 0};
+        return {MarkFileStatus::kOutOfRange, 0, 0};
     }
-    return {MarkFileStatus::kOk, mark};
+    return {MarkFileStatus::kOk, mark, system_identifier};
 }
 
 }  // namespace snowflake

@@ -1,5 +1,7 @@
-// The file format of the durable mark: three short lines an operator can read, the last a
-// CRC-32C of the first two, so that a torn or damaged file is detected instead of trusted.
+// The file format of the durable mark: short lines an operator can read, the last a CRC-32C of
+// the others, so that a torn or damaged file is detected instead of trusted. Version 2 (1.10)
+// names the cluster that wrote it by its system identifier, so that a mark copied from another
+// cluster is told from one of this data directory's own history; version 1 files are still read.
 #pragma once
 
 #include <cstddef>
@@ -8,7 +10,7 @@
 
 namespace snowflake {
 
-inline constexpr size_t kMarkFileMaxSize = 96;
+inline constexpr size_t kMarkFileMaxSize = 128;
 
 struct MarkFileText {
     char bytes[kMarkFileMaxSize];
@@ -25,15 +27,19 @@ enum class MarkFileStatus : uint8_t {
 struct MarkFileResult {
     MarkFileStatus status;
     int64_t mark_unix_ms;
+    // The system identifier of the cluster that wrote it, or 0 in a version 1 file, which
+    // names none.
+    uint64_t system_identifier;
 };
 
 // The CRC-32C (Castagnoli) that guards the file's contents.
 uint32_t crc32c(const char *bytes, size_t size) noexcept;
 
-// The exact bytes written for a mark.
-MarkFileText format_mark_file(int64_t mark_unix_ms) noexcept;
+// The exact bytes written for a mark by the cluster of a system identifier (never 0).
+MarkFileText format_mark_file(int64_t mark_unix_ms, uint64_t system_identifier) noexcept;
 
-// Accepts only what format_mark_file writes, byte for byte, for a mark within the layout's range.
+// Accepts only what format_mark_file writes, byte for byte, for a mark within the layout's range,
+// and the version 1 files that releases before 1.10 wrote.
 MarkFileResult parse_mark_file(const char *bytes, size_t size) noexcept;
 
 static_assert(std::is_trivially_destructible_v<MarkFileText> &&

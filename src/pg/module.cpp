@@ -9,7 +9,7 @@
 // durable_mark.cpp), which happen about twice a second at most; the one of the "snowflake fleet"
 // tranche guards the fleet guard's results (see fleet_shared.hpp); a spinlock guards the floor from
 // keys' record of the keys that hold generation back and of a failed read, for a few copies at a
-// time, and a condition variable wakes the calls that wait for the read (see keys_floor.cpp).
+// time, and a condition variable wakes the calls that wait for the read (see keys_readers.cpp).
 // The counters for snowflake_info() are one slot per PGPROC, each written only by its owner with a
 // plain atomic store; the rare events (sequence waits, clock rollbacks) use a shared fetch_add.
 //
@@ -130,8 +130,8 @@ void attach_shared_memory() {
     if (!found) {
         new (memory) SnowflakeShared();
         shared->mark_lock = &GetNamedLWLockTranche("snowflake")[0].lock;
-        SpinLockInit(&shared->keys_floor_lock);
-        ConditionVariableInit(&shared->keys_read_changed);
+        SpinLockInit(&shared->keys_floor.lock);
+        ConditionVariableInit(&shared->keys_floor.changed);
         shared->counter_count = counter_slot_count();
         IdCounter *counters = id_counters(shared);
         for (uint32_t i = 0; i < shared->counter_count; i++) {
@@ -147,12 +147,12 @@ void attach_shared_memory() {
         if (!IsUnderPostmaster) {
             on_shmem_exit(save_final_mark, 0);
         }
-        // pg_upgrade's own runs of the new cluster, before its tables are there, arm nothing.
-        const bool mark_file_missing =
-            snowflake_restore_durable_mark(shared) == MarkRestore::kNoFile;
-        if (!IsBinaryUpgrade) {
-            snowflake_arm_keys_floor(shared, mark_file_missing);
-        }
+        const MarkRestore restore = snowflake_restore_durable_mark(shared);
+        snowflake_arm_keys_floor(shared,
+                                 IsBinaryUpgrade                     ? KeysFloorStart::kBinaryUpgrade
+                                 : restore == MarkRestore::kNoFile   ? KeysFloorStart::kMarkMissing
+                                 : restore == MarkRestore::kForeign  ? KeysFloorStart::kMarkForeign
+                                                                     : KeysFloorStart::kMarkTrusted);
         snowflake_note_start_from_backup(shared);
     }
 }
@@ -248,8 +248,8 @@ void define_settings() {
         "the mark file.",
         "A key of this server's node pair further ahead stops generation until the clock passes "
         "it or a superuser releases it with snowflake_release_key().",
-        &snowflake_key_floor_max_lead_setting, 60000, 0, 3600000, PGC_SIGHUP, GUC_UNIT_MS, nullptr,
-        nullptr, nullptr);
+        &snowflake_key_floor_max_lead_setting, 60000, 0, kKeyFloorMaxLeadLimitMs, PGC_SIGHUP,
+        GUC_UNIT_MS, nullptr, nullptr, nullptr);
     DefineCustomBoolVariable(
         "snowflake.time_predicates",
         "Lets the primary key answer comparisons of snowflake_timestamp(column) with a constant.",
@@ -316,5 +316,4 @@ void _PG_init(void) {
     shmem_startup_hook = attach_shared_memory;
     snowflake_register_wal_resource_manager();
     snowflake_register_fleet_guard();
-    snowflake_register_keys_reader();
 }

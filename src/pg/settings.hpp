@@ -7,8 +7,9 @@ extern int snowflake_machine_id_setting;
 // In milliseconds.
 extern int snowflake_max_clock_rollback_wait_setting;
 // In milliseconds: how far ahead of the clock a stored key may raise the generator
-// (keys_floor.cpp).
+// (keys_floor.cpp), up to kKeyFloorMaxLeadLimitMs.
 extern int snowflake_key_floor_max_lead_setting;
+inline constexpr int kKeyFloorMaxLeadLimitMs = 3600000;
 extern bool snowflake_time_predicates_setting;
 // The fleet guard's (fleet_guard.cpp): libpq connection strings separated by semicolons.
 extern char *snowflake_fleet_setting;

@@ -42,6 +42,58 @@ inline constexpr size_t kNodePairCount = 1024;
 // Room for why the read of a database's keys failed.
 inline constexpr size_t kReadFailureBytes = 512;
 
+// The floor from stored keys (doc/operations.md "Upgrading PostgreSQL"): the gate a backend passes
+// before its first id (keys_floor.cpp) and the background workers that read the keys
+// (keys_readers.cpp) share it. Written at start-up, by the readers and by the few calls that find
+// generation held; read once per backend before its first id.
+struct KeysFloorState {
+    // Set at start-up when the mark file was missing or not of this data directory's history, or
+    // the read of the stored keys since was not complete: no id is issued until a background
+    // worker has read the keys of every database and cleared it.
+    std::atomic<bool> pending{false};
+    // Whether the floor was armed at this start at all.
+    std::atomic<bool> armed{false};
+    // The millisecond through which a stored key ahead of the clock raised the generator, or 0:
+    // while the last timestamp is this one, nothing was issued since, and a refusal names the key
+    // rather than blaming the clock.
+    std::atomic<int64_t> floor_ms{0};
+    // The end of the window of stored keys that may raise the generator, fixed when the read
+    // begins (core/key_floor.hpp), or 0 before it.
+    std::atomic<int64_t> window_end_ms{0};
+    // The key beyond the window that stops generation for the node bits beside it, set when the
+    // read ends, or -1: cleared by snowflake_release_key(), passed by the clock, taken into the
+    // window by a larger snowflake.key_floor_max_lead, or dropped by a read for another pair,
+    // which keeps the floor armed across restarts.
+    std::atomic<int64_t> beyond_hold{-1};
+    std::atomic<int64_t> beyond_hold_node_bits{0};
+    std::atomic<bool> hold_dropped{false};
+    // The node bits of the read under way or last done (-2 if a node id was unset then), the pair
+    // a call asked the next read for (-1: the one set), and one bit per node pair read since the
+    // start: a call with a pair not read asks for a read of its own.
+    std::atomic<int64_t> read_node_bits{-2};
+    std::atomic<int64_t> pair_requested{-1};
+    std::atomic<uint64_t> read_pairs[kNodePairCount / 64] = {};
+    // The one process that reads the keys (the launcher of the readers), and whether a backend
+    // already asked the postmaster to start one.
+    std::atomic<bool> reader_claimed{false};
+    std::atomic<bool> reader_requested{false};
+    // Broadcast when the read ends or a database's read fails, to the calls that wait for it.
+    ConditionVariable changed;
+    // The rest, under lock (held for a few copies only): the key behind floor_ms and where it is
+    // stored; the highest key beyond the window and where, with how many keys and columns hold
+    // one; the last database whose read succeeded; and why the read of a database failed, empty
+    // while none has.
+    slock_t lock;
+    int64_t floor_key = -1;
+    char floor_source[kKeySourceBytes] = {};
+    int64_t beyond_key = -1;
+    char beyond_source[kKeySourceBytes] = {};
+    uint64_t beyond_keys = 0;
+    uint32_t beyond_columns = 0;
+    Oid last_read_database = 0;
+    char read_failure[kReadFailureBytes] = {};
+};
+
 // The shared state: the generator word apart from everything else; the durable mark, read on
 // every call and written about twice a second, apart again; the boundary watch, claimed once a
 // millisecond while ids are used up; then the rare-event counters.
@@ -62,12 +114,6 @@ struct SnowflakeShared {
     // durable_mark_ms once the synchronous standbys, if any, have flushed that record too.
     std::atomic<int64_t> logged_mark_ms{0};
     std::atomic<uint64_t> logged_mark_lsn{0};
-    // Set at start-up when there was no mark file, or the read of the stored keys since was not
-    // complete: no id is issued until a background worker has read the keys of every database
-    // and cleared it (keys_floor.cpp).
-    std::atomic<bool> keys_floor_pending{false};
-    // Whether the floor from keys was armed at this start at all.
-    std::atomic<bool> keys_floor_armed{false};
     // The file that marked this start as one from a backup (restored_copy.cpp), or empty, and
     // the node ids then: a warning lasts until they change.
     char started_by[16] = {};
@@ -76,46 +122,7 @@ struct SnowflakeShared {
     MarkFileState mark_file_state = MarkFileState::kUsable;
     int mark_file_errno = 0;
     LWLock *mark_lock = nullptr;
-    // The millisecond through which a stored key ahead of the clock raised the generator, or 0
-    // (keys_floor.cpp): while the last timestamp is this one, nothing was issued since, and a
-    // refusal names the key rather than blaming the clock.
-    std::atomic<int64_t> key_floor_ms{0};
-    // The end of the window of stored keys that may raise the generator, fixed when the read
-    // begins (core/key_floor.hpp), or 0 before it.
-    std::atomic<int64_t> key_window_end_ms{0};
-    // The key beyond the window that stops generation for the node bits beside it, set when the
-    // read ends, or -1: cleared by snowflake_release_key() or passed by the clock, or dropped by a
-    // read for another pair, which keeps the floor armed across restarts (keys_floor.cpp).
-    std::atomic<int64_t> beyond_key_hold{-1};
-    std::atomic<int64_t> beyond_hold_node_bits{0};
-    std::atomic<bool> keys_hold_dropped{false};
-    // The node bits of the read under way or last done (-2 if a node id was unset then), the pair
-    // a call asked the next read for (-1: the one set), and one bit per node pair read since the
-    // start: a call with a pair not read asks for a read of its own.
-    std::atomic<int64_t> keys_read_node_bits{-2};
-    std::atomic<int64_t> keys_read_pair_requested{-1};
-    std::atomic<uint64_t> keys_read_pairs[kNodePairCount / 64] = {};
-    // The one process that reads the keys (the launcher of the readers), and whether a backend
-    // already asked the postmaster to start one because none had begun.
-    std::atomic<bool> keys_reader_claimed{false};
-    std::atomic<bool> keys_reader_requested{false};
-    // When keys_floor_pending was last set (a TimestampTz): a call asks for a reader once none has
-    // claimed the read a second after that.
-    std::atomic<int64_t> keys_floor_armed_at{0};
-    // Broadcast when the read ends or a database's read fails, to the calls that wait for it.
-    ConditionVariable keys_read_changed;
-    // The rest of the floor from keys, under keys_floor_lock (held for a few copies only): the key
-    // behind key_floor_ms and where it is stored; the highest key beyond the window and where,
-    // with the number of columns that hold one; the last database whose read succeeded; and why
-    // the read of a database failed, empty while none has.
-    slock_t keys_floor_lock;
-    int64_t key_floor_key = -1;
-    char key_floor_source[kKeySourceBytes] = {};
-    int64_t beyond_key = -1;
-    char beyond_key_source[kKeySourceBytes] = {};
-    uint32_t beyond_key_columns = 0;
-    Oid last_read_database = 0;
-    char keys_read_failure[kReadFailureBytes] = {};
+    KeysFloorState keys_floor;
     alignas(kFalseSharingBytes) snowflake::BoundaryWatch boundary_watch;
     alignas(kFalseSharingBytes) std::atomic<uint64_t> sequence_waits{0};
     std::atomic<uint64_t> clock_rollbacks{0};

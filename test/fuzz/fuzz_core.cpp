@@ -109,15 +109,18 @@ void check_mark_file(Input &input) {
         bytes[i] = static_cast<char>(input.take<uint8_t>());
     }
     const MarkFileResult parsed = parse_mark_file(bytes, size);
-    if (parsed.status == MarkFileStatus::kOk) {
-        const MarkFileText text = format_mark_file(parsed.mark_unix_ms);
+    // A version 2 file reads back byte for byte; a version 1 file names no cluster.
+    if (parsed.status == MarkFileStatus::kOk && parsed.system_identifier != 0) {
+        const MarkFileText text = format_mark_file(parsed.mark_unix_ms, parsed.system_identifier);
         require(text.size == size && std::memcmp(text.bytes, bytes, size) == 0);
     }
     const int64_t mark = input.take<int64_t>() & INT64_MAX;
-    const MarkFileText text = format_mark_file(mark);
+    const uint64_t system_identifier = input.take<uint64_t>() | 1;
+    const MarkFileText text = format_mark_file(mark, system_identifier);
     const MarkFileResult round_trip = parse_mark_file(text.bytes, text.size);
     if (mark >= kEpochUnixMs && mark <= kMaxUnixMs) {
-        require(round_trip.status == MarkFileStatus::kOk && round_trip.mark_unix_ms == mark);
+        require(round_trip.status == MarkFileStatus::kOk && round_trip.mark_unix_ms == mark &&
+                round_trip.system_identifier == system_identifier);
     } else {
         require(round_trip.status == MarkFileStatus::kOutOfRange);
     }

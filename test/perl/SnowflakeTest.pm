@@ -9,11 +9,12 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
+use POSIX ();
 use Time::HiRes qw(usleep);
 
 our @EXPORT = qw(snowflake_node start_with_clock set_clock_offset error_of have_libfaketime
   max_id kill9_and_wait set_and_reload start_statement finish_statement archive_current_wal
-  start_with_mark_faults inject_mark_fault);
+  start_with_mark_faults inject_mark_fault offset_behind mark_file_text);
 
 # Debian's multiarch path of libfaketime, whatever the architecture.
 my ($libfaketime) = glob('/usr/lib/*/faketime/libfaketime.so.1');
@@ -52,6 +53,35 @@ sub set_clock_offset {
     unlink "$clock_file.new";
     PostgreSQL::Test::Utils::append_to_file("$clock_file.new", "$offset\n");
     rename("$clock_file.new", $clock_file) or die "rename $clock_file: $!";
+}
+
+# The clock offset that puts a server's clock the given seconds behind the timestamp of an id,
+# whatever time has passed since it was issued.
+sub offset_behind {
+    my ($id, $seconds) = @_;
+    my $unix_ms = ($id >> 22) + 1288834974657;
+    return sprintf('%+d', POSIX::floor($unix_ms / 1000 - $seconds - Time::HiRes::time()));
+}
+
+# CRC-32C, bit by bit, as the mark file's trailer holds it.
+sub crc32c {
+    my ($bytes) = @_;
+    my $crc = 0xFFFFFFFF;
+    for my $byte (unpack('C*', $bytes)) {
+        $crc ^= $byte;
+        $crc = ($crc >> 1) ^ (0x82F63B78 & -($crc & 1) & 0xFFFFFFFF) for 1 .. 8;
+    }
+    return $crc ^ 0xFFFFFFFF;
+}
+
+# A mark file with a valid checksum around any mark, as the server writes it for the cluster of a
+# system identifier, or as releases before 1.10 wrote it with 'v1' in its place.
+sub mark_file_text {
+    my ($mark, $writer) = @_;
+    my $body = $writer eq 'v1'
+      ? "snowflake mark v1\nmark_unix_ms=$mark\n"
+      : "snowflake mark v2\nsystem_identifier=$writer\nmark_unix_ms=$mark\n";
+    return $body . sprintf("crc32c=%08x\n", crc32c($body));
 }
 
 # A library preloaded before libfaketime so that background workers of servers before 16 get the

@@ -1,5 +1,8 @@
 # A damaged, unreadable or foreign mark file is reported with its name and the way out, and no id
-# is issued until the operator has dealt with it. None of them can hang the server's start.
+# is issued until the operator has dealt with it. None of them can hang the server's start. A mark
+# file of another cluster is kept as a lower bound, but the stored keys are read as after a start
+# without one; a version 1 file, which names no cluster, is trusted as releases before 1.10
+# trusted it.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -15,9 +18,11 @@ CREATE TABLE issued (id bigint PRIMARY KEY);
 INSERT INTO issued SELECT snowflake_nextval() FROM generate_series(1, 10000);
 ));
 my $mark_file = $node->data_dir . '/snowflake_mark';
+my $system = $node->safe_psql('postgres', 'SELECT system_identifier FROM pg_control_system()');
 $node->stop;
-like(slurp_file($mark_file), qr/\Asnowflake mark v1\nmark_unix_ms=\d+\ncrc32c=[0-9a-f]{8}\n\z/,
-    'a clean stop leaves a mark file in the documented format');
+like(slurp_file($mark_file),
+    qr/\Asnowflake mark v2\nsystem_identifier=$system\nmark_unix_ms=\d+\ncrc32c=[0-9a-f]{8}\n\z/,
+    "a clean stop leaves a mark file in the documented format, naming the cluster's system identifier");
 
 # Refuses, naming the file and the way out, and issues nothing. The way out is to remove the file
 # unless a hint pattern says otherwise.
@@ -31,22 +36,11 @@ sub refuses_with {
         '0', "$what: nothing was issued");
 }
 
-# CRC-32C, bit by bit, as the file's trailer holds it.
-sub crc32c {
-    my ($bytes) = @_;
-    my $crc = 0xFFFFFFFF;
-    for my $byte (unpack('C*', $bytes)) {
-        $crc ^= $byte;
-        $crc = ($crc >> 1) ^ (0x82F63B78 & -($crc & 1) & 0xFFFFFFFF) for 1 .. 8;
-    }
-    return $crc ^ 0xFFFFFFFF;
-}
-
-# A file with a valid checksum around any mark, as a buggy or hostile writer could leave it.
+# A file with a valid checksum around any mark, as a buggy or hostile writer could leave it; by
+# this cluster unless another system identifier is given, or version 1 with 'v1'.
 sub mark_file_with_checksum {
-    my ($mark) = @_;
-    my $body = "snowflake mark v1\nmark_unix_ms=$mark\n";
-    return $body . sprintf("crc32c=%08x\n", crc32c($body));
+    my ($mark, $writer) = @_;
+    return mark_file_text($mark, $writer // $system);
 }
 
 # One digit of the mark changed: the checksum no longer matches.
@@ -120,6 +114,41 @@ $node->safe_psql('postgres',
 is($node->safe_psql('postgres', "SELECT count(*) FROM issued WHERE id > $max"),
     '10000', 'after the file is removed and the server restarted, generation resumes');
 ok(-e $mark_file, 'and a new mark file is written');
+$node->stop;
 
+# A mark file another cluster wrote (another system identifier), half a second ahead of every id
+# issued here: its mark is kept, and the keys are read before the first id.
+$contents = slurp_file($mark_file);
+my ($last_mark) = $contents =~ /mark_unix_ms=(\d+)/;
+my $foreign_mark = $last_mark + 500;
+unlink $mark_file;
+PostgreSQL::Test::Utils::append_to_file($mark_file,
+    mark_file_with_checksum($foreign_mark, '1234567890123456789'));
+my $offset = -s $node->logfile;
+$node->start;
+$max = max_id($node, 'issued');
+my $first = $node->safe_psql('postgres', 'SELECT snowflake_nextval()');
+ok($node->log_contains(qr/snowflake mark file "snowflake_mark" was written by another cluster\n.*DETAIL:  It names system identifier 1234567890123456789, and this cluster's is $system/,
+        $offset),
+    "another cluster's mark file is named as such");
+ok($node->log_contains(qr/the stored keys of \d+ databases were read/, $offset),
+    'and the stored keys are read before the first id');
+cmp_ok($node->safe_psql('postgres', "SELECT snowflake_unix_ms($first)"), '>', $foreign_mark,
+    'its mark is kept as a lower bound');
+cmp_ok($first, '>', $max, 'and no id was issued twice');
+$node->stop;
+
+# A version 1 file, as releases before 1.10 wrote it, names no cluster: trusted as it was.
+$contents = slurp_file($mark_file);
+($last_mark) = $contents =~ /mark_unix_ms=(\d+)/;
+unlink $mark_file;
+PostgreSQL::Test::Utils::append_to_file($mark_file, mark_file_with_checksum($last_mark, 'v1'));
+$offset = -s $node->logfile;
+$node->start;
+$first = $node->safe_psql('postgres', 'SELECT snowflake_nextval()');
+cmp_ok($node->safe_psql('postgres', "SELECT snowflake_unix_ms($first)"), '>', $last_mark,
+    'a version 1 file is read');
+ok(!$node->log_contains(qr/stored keys of \d+ databases were read/, $offset),
+    'and stands for this cluster, without a read of the keys');
 $node->stop;
 done_testing();

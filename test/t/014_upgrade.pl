@@ -92,10 +92,11 @@ my $error = error_of($new, "INSERT INTO carts (phase) VALUES ('clock behind')", 
 like($error, qr/ERROR:  55000: a stored key \d+ ms ahead of the clock stops Snowflake id generation/,
     'with the clock two minutes behind the stored keys, they stop generation');
 like($error,
-    qr/DETAIL:  .*Key $old_max of column id of table "Sales"\.early \(owner \Q$owner\E\) in database "postgres" is further ahead than snowflake\.key_floor_max_lead/,
-    'a call in another database names the highest key of all, in a partitioned table of a quoted schema');
-like($error, qr/HINT:  .*snowflake_release_key\($old_max\)/,
-    'the hint names the release of that key for a clock that is right');
+    qr/DETAIL:  .*Keys further ahead than snowflake\.key_floor_max_lead \(60000 ms\): 15000, in 3 columns.*the highest is key $old_max of column id of table "Sales"\.early \(owner \Q$owner\E\) in database "postgres"/,
+    'a call in another database counts the keys and columns beyond the bound, and names the highest key of all, in a partitioned table of a quoted schema');
+like($error,
+    qr/HINT:  Did a server with this node pair ever run with its clock at or past .*resume without risk: set snowflake\.key_floor_max_lead to '1\d\ds' or more .*Release it with SELECT snowflake_release_key\($old_max\) only if no server with this node pair issued these keys/,
+    'the hint asks the question the operator can answer, offers the steps without risk first, and the release last');
 my $log = slurp_file($new->logfile, $log_offset);
 like($log,
     qr/LOG:  snowflake: key $old_max_shop of column id of table public\.carts \(owner \Q$owner\E\) in database "shop" is \d+ ms ahead of the clock, beyond snowflake\.key_floor_max_lead \(60000 ms\); it stops generation/,
@@ -104,7 +105,7 @@ like($log,
     qr/WARNING:  snowflake: key $old_max of column id of table "Sales"\.early \(owner \Q$owner\E\) in database "postgres" is beyond snowflake\.key_floor_max_lead: generation stops/,
     'the end of the read warns of the highest key by name');
 like($log,
-    qr/snowflake: the stored keys of 4 databases were read in \d+ ms after a start without the mark file; ids are issued from now on/,
+    qr/snowflake: the stored keys of 4 databases were read in \d+ ms after a start without a mark file of this data directory; ids are issued from now on/,
     'every database, the templates included, was read before the first id');
 is($new->safe_psql('postgres', "SELECT count(*) FROM orders WHERE phase <> 'before'"),
     '0', 'nothing was issued below the old keys');
@@ -147,8 +148,10 @@ $error = error_of($new, "INSERT INTO orders (phase) VALUES ('clock behind')");
 like($error, qr/ERROR:  55000: a stored key \d+ ms ahead of the clock stops Snowflake id generation/,
     'after the mark file is removed, the key of 2060 stops generation');
 like($error,
-    qr/DETAIL:  .*Key $key_2060 of column id of table public\.orders \(owner \Q$owner\E\) in database "postgres" is further ahead/,
+    qr/DETAIL:  .*: 1, in 1 columns, which the server log names; the highest is key $key_2060 of column id of table public\.orders \(owner \Q$owner\E\) in database "postgres"/,
     'the refusal names the key of 2060 and its table');
+like($error, qr/HINT:  .*resume without risk: wait until .*, which is further ahead than snowflake\.key_floor_max_lead can reach/,
+    'a key further ahead than the bound can reach is waited for, or released');
 ok(-e $unchecked, 'the start without the mark file creates the file again');
 like(error_of($new, "SET ROLE clerk; SELECT snowflake_release_key($key_2060)", 'shop'),
     qr/ERROR:  42501: permission denied for function snowflake_release_key/,

@@ -5,20 +5,22 @@
 # UPDATE. The old cluster holds a table keyed by DEFAULT snowflake_nextval() and one converted
 # from serial with snowflake_convert_column(), and a second database a table keyed by the
 # snowflake type (1.6). Each old cluster is upgraded twice, with default settings and the new
-# cluster's clock two minutes behind the old cluster's last id: with the mark carried, generation
-# is refused with 58000 until the clock passes it, as after any restart; without it (pg_upgrade
-# alone), the stored keys, further ahead than snowflake.key_floor_max_lead, stop generation with
-# 55000, naming the highest key of every database, until the clock passes them. Either way no id
-# the new cluster issues is at or below the old maximum of its table. The typed table keeps its
-# rows, its index serves lookups and JSON writes its ids as strings. The older servers are named
-# by SNOWFLAKE_UPGRADE_FROM, their installation prefixes separated by spaces (.ci/run names the
-# ready-built ones); the extension must be installed in each. Without it the server under test is
-# upgraded to itself (the installation that PATH names, as for every other test).
+# cluster's clock two minutes behind the old cluster's last id. With the mark carried, generation
+# is refused with 58000 until the clock passes it, as after any restart, and the stored keys are
+# read all the same, since the data came from another cluster. Without it, into a new cluster
+# started once before pg_upgrade with that clock (to check its settings, as operators do), which
+# issued no id, the new cluster reads the stored keys before its first id (1.9 trusted the mark
+# that the start before wrote, and reissued the old cluster's ids): the keys, further ahead than
+# snowflake.key_floor_max_lead, stop generation with 55000, naming the highest key of every
+# database, until the clock passes them. No id the new cluster issues is at or below the old
+# maximum of its table. The typed table
+# keeps its rows, its index serves lookups and JSON writes its ids as strings. The older servers
+# are named by SNOWFLAKE_UPGRADE_FROM, their installation prefixes separated by spaces (.ci/run
+# names the ready-built ones); the extension must be installed in each. Without it the server
+# under test is upgraded to itself (the installation that PATH names, as for every other test).
 use strict;
 use warnings;
 use File::Copy;
-use POSIX qw(floor);
-use Time::HiRes;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -28,14 +30,6 @@ use SnowflakeTest;
 my @old_prefixes = split ' ', $ENV{SNOWFLAKE_UPGRADE_FROM} // '';
 @old_prefixes = (undef) unless @old_prefixes;
 plan skip_all => 'libfaketime is not installed' unless have_libfaketime();
-
-# The clock offset that puts a server's clock the given seconds behind the timestamp of an id,
-# whatever time has passed since it was issued (pg_upgrade, the other variant).
-sub offset_behind {
-    my ($id, $seconds) = @_;
-    my $unix_ms = ($id >> 22) + 1288834974657;
-    return sprintf('%+d', floor($unix_ms / 1000 - $seconds - Time::HiRes::time()));
-}
 
 # pg_upgrade writes its logs into the current directory's tree.
 chdir $PostgreSQL::Test::Utils::tmp_check;
@@ -83,11 +77,16 @@ FROM items WHERE phase = 'before' AND pg_typeof(id) = 'snowflake'::regtype);
     # A new cluster upgraded from the old one, not started yet; pg_upgrade leaves the old one as
     # it was, so that it can be upgraded again.
     my $upgraded = sub {
-        my ($name, $what) = @_;
+        my ($name, $what, $started_before_with_clock) = @_;
         my $new = snowflake_node("${label}_$name", datacenter_id => 5, machine_id => 6,
             init_options => $checksums eq 'on' ? { extra => ['--data-checksums'] }
             : { no_data_checksums => 1 });
         $new->append_conf('postgresql.conf', "fsync = on\n");
+        if (defined $started_before_with_clock) {
+            start_with_clock($new, $started_before_with_clock);
+            $new->safe_psql('postgres', 'SELECT 1');
+            $new->stop;
+        }
         command_ok(
             [
                 'pg_upgrade', '-d', $old->data_dir, '-D', $new->data_dir,
@@ -116,8 +115,7 @@ INSERT INTO customers (phase) SELECT 'after' FROM generate_series(1, 2000);
             '0', "$what: no new id of the snowflake column is at or below its old maximum");
     };
 
-    # The upgrade steps carry the mark: a start with the clock behind the old cluster's last id
-    # refuses, as a restart with the clock set back does.
+    # The upgrade steps carry the mark, and the keys are read all the same: pg_upgrade ran.
     my $what = "from $old_version, the mark carried";
     my $clock_file = "$PostgreSQL::Test::Utils::tmp_check/clock_offset_018_${label}_mark";
     my $new = $upgraded->('carried', $what);
@@ -132,6 +130,8 @@ INSERT INTO customers (phase) SELECT 'after' FROM generate_series(1, 2000);
         "$what, with the clock two minutes behind: generation is refused as after a restart");
     ok(!$new->log_contains(qr/snowflake mark file "snowflake_mark" not found/, $log_offset),
         "$what: the new cluster starts from the old cluster's mark");
+    ok($new->log_contains(qr/the stored keys of \d+ databases were read/, $log_offset),
+        "$what: and reads the keys before its first id, since the data came from another cluster");
     set_clock_offset($clock_file, '+0');
     $inserts_above->($new, $what);
     is( $new->safe_psql('postgres',
@@ -153,12 +153,15 @@ SET enable_seqscan = off; EXPLAIN (COSTS OFF) SELECT * FROM items WHERE id = $ty
         't', "$what: ALTER EXTENSION UPDATE reaches the default version");
     $new->stop;
 
-    # pg_upgrade alone: the new cluster starts without a mark, and the stored keys, two minutes
-    # ahead of its clock, are further ahead than snowflake.key_floor_max_lead allows to wait for.
-    $what = "from $old_version, the mark not carried";
+    # pg_upgrade alone, into a cluster started once before with the new host's clock: the new
+    # cluster starts without a mark, and the stored keys, two minutes ahead of its clock, are
+    # further ahead than snowflake.key_floor_max_lead allows to wait for.
+    $what = "from $old_version into a cluster started once before, the mark not carried";
     $clock_file = "$PostgreSQL::Test::Utils::tmp_check/clock_offset_018_${label}_keys";
-    $new = $upgraded->('keys', $what);
-    ok(!-e $new->data_dir . '/snowflake_mark', "$what: pg_upgrade does not carry the mark file");
+    set_clock_offset($clock_file, offset_behind($typed_max, 120));
+    $new = $upgraded->('keys', $what, $clock_file);
+    ok(!-e $new->data_dir . '/snowflake_mark',
+        "$what: the start before pg_upgrade issued no id and left no mark file");
     set_clock_offset($clock_file, offset_behind($typed_max, 120));
     $log_offset = -s $new->logfile // 0;
     start_with_clock($new, $clock_file);
@@ -166,7 +169,7 @@ SET enable_seqscan = off; EXPLAIN (COSTS OFF) SELECT * FROM items WHERE id = $ty
     like($error, qr/ERROR:  55000: a stored key \d+ ms ahead of the clock stops Snowflake id generation/,
         "$what, with the clock two minutes behind: the stored keys stop generation");
     like($error,
-        qr/DETAIL:  .*Key $typed_max of column id of table public\.items \(owner \Q$owner\E\) in database "typed" is further ahead than snowflake\.key_floor_max_lead/,
+        qr/DETAIL:  .*the highest is key $typed_max of column id of table public\.items \(owner \Q$owner\E\) in database "typed"/,
         "$what: a call in one database names the highest key of all, the snowflake column's in the other");
     my $log = slurp_file($new->logfile, $log_offset);
     for my $key ([ $orders_max, 'orders', 'postgres' ], [ $customers_max, 'customers', 'postgres' ],

@@ -265,8 +265,8 @@ for my $layout (@layouts) {
     like($error,
         qr/DETAIL:  .*key $key of column id of table "Odd Schema"\."?\Q$table\E"? \(owner alice\) in database "postgres" is \d+ ms ahead of the clock/,
         "the message names the key and its table, $table");
-    like($error, qr/HINT:  .*give the row another key or delete it, then restart the server/,
-        'the hint gives the way back');
+    like($error, qr/HINT:  Generation resumes by itself at /,
+        'the hint says that generation resumes by itself');
     if ($table eq 'typed_indexed') {
         # typed and typed_indexed, each in and beyond the window.
         cmp_ok(typed_index_scans() - $typed_scans_before, '>=', 4,
@@ -365,10 +365,16 @@ $locker = $node->background_psql('postgres');
 $locker->query_safe(q(SET ROLE alice; BEGIN;
 LOCK TABLE "Odd Schema".hostile IN ACCESS EXCLUSIVE MODE));
 read_keys_now();
-error_of($node, "SET statement_timeout = '10ms'; SELECT snowflake_nextval()");
+# The call that starts the read waits until the database's reader is there, then is cancelled,
+# so that no call is left to start another reader once this one is ended.
+my $starter = start_statement($node, 'postgres', 'SELECT snowflake_nextval()');
 $node->poll_query_until('postgres', q(SELECT count(*) = 1 FROM pg_stat_activity
     WHERE backend_type = 'snowflake keys reader' AND datname = 'postgres'))
   or die 'no reader of database postgres started';
+$node->safe_psql('postgres', q(SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+    WHERE backend_type = 'client backend' AND query LIKE 'SELECT snowflake_nextval()%'
+      AND pid <> pg_backend_pid()));
+ok(!defined eval { finish_statement($starter) }, 'the call that started the read is cancelled');
 $node->safe_psql('postgres', q(SELECT pg_terminate_backend(pid) FROM pg_stat_activity
     WHERE backend_type = 'snowflake keys reader' AND datname IS NULL));
 $node->poll_query_until('postgres', q(SELECT count(*) = 0 FROM pg_stat_activity
@@ -417,7 +423,7 @@ for (1 .. 100) {
     sleep 1;
 }
 like($moved_error,
-    qr/DETAIL:  .*Key $moved_key of column id of table "Odd Schema"\.moved_[12] \(owner alice\)/,
+    qr/DETAIL:  .*the highest is key $moved_key of column id of table "Odd Schema"\.moved_[12] \(owner alice\)/,
     'the key moved between the partitions during the read stops generation');
 $node->safe_psql('postgres', qq(DELETE FROM "Odd Schema".moved WHERE id = $moved_key));
 
@@ -447,7 +453,7 @@ for (1 .. 100) {
     sleep 1;
 }
 like($moved_error,
-    qr/DETAIL:  .*Key $moved_key of column id of table "Odd Schema"\.moved_1 \(owner alice\)/,
+    qr/DETAIL:  .*the highest is key $moved_key of column id of table "Odd Schema"\.moved_1 \(owner alice\)/,
     'the key copied out of a partition truncated during the read stops generation');
 $node->safe_psql('postgres', qq(DELETE FROM "Odd Schema".moved WHERE id = $moved_key));
 restart(0);
@@ -520,10 +526,10 @@ my $stopped = error_of($node, 'SELECT snowflake_nextval()');
 like($stopped, qr/ERROR:  55000: a stored key \d+ ms ahead of the clock stops Snowflake id generation/,
     'a key a day ahead stops generation');
 like($stopped,
-    qr/DETAIL:  .*Key $day_key of column id of table "Odd Schema"\.base \(owner alice\) in database "postgres" is further ahead than snowflake\.key_floor_max_lead/,
+    qr/DETAIL:  .*the highest is key $day_key of column id of table "Odd Schema"\.base \(owner alice\) in database "postgres"/,
     'the message names the key, its column, table, owner and database');
-like($stopped, qr/HINT:  .*SELECT snowflake_release_key\($day_key\)/,
-    'the hint gives the one step that resumes generation');
+like($stopped, qr/HINT:  .*SELECT snowflake_release_key\($day_key\) only if no server with this node pair issued these keys/,
+    'the hint names the release, for keys no server with this pair issued');
 ok($node->log_contains(
         qr/LOG:  snowflake: key $day_key of column id of table "Odd Schema"\.base \(owner alice\) in database "postgres" is \d+ ms ahead of the clock, beyond snowflake\.key_floor_max_lead \(60000 ms\); it stops generation/,
         $offset),
@@ -546,6 +552,23 @@ ok($node->log_contains(
         $offset),
     'the release is logged with the role that released it');
 $node->safe_psql('postgres', qq(DELETE FROM "Odd Schema".base WHERE id = $day_key));
+
+# The way out that the hint offers first: snowflake.key_floor_max_lead raised past a key's lead
+# and reloaded turns the stop into a hold that ends with the clock.
+my $minutes_key = $node->safe_psql('postgres', q(SET ROLE alice;
+INSERT INTO "Odd Schema".base VALUES (snowflake_encode(now() + interval '3 minutes', 3, 4, 0))
+RETURNING id));
+restart(1);
+like(error_of($node, 'SELECT snowflake_nextval()'),
+    qr/stops Snowflake id generation.*\nDETAIL:  .*the highest is key $minutes_key .*\nHINT:  .*set snowflake\.key_floor_max_lead to '1[78]\ds' or more/,
+    'a key three minutes ahead stops generation, and the hint names the bound that reaches it');
+set_and_reload($node, 'snowflake.key_floor_max_lead', '5min');
+like(error_of($node, 'SELECT snowflake_nextval()'),
+    qr/ERROR:  55000: a stored key holds Snowflake id generation back until .*\nDETAIL:  .*key $minutes_key of column id of table "Odd Schema"\.base/,
+    'with the bound raised past it and reloaded, the key holds generation back until the clock passes it');
+set_and_reload($node, 'snowflake.key_floor_max_lead', '1min');
+$node->safe_psql('postgres', qq(DELETE FROM "Odd Schema".base WHERE id = $minutes_key));
+restart(1);
 
 # The first ids after a start without the mark come from another database than the one that
 # stores the keys, with the clock behind them: none equals a key of the first database.
@@ -690,5 +713,82 @@ like($node->safe_psql('older', 'SELECT snowflake_nextval()'), qr/^\d+$/,
 ok($node->log_contains(qr/no key of this server's node pair ahead of the clock within snowflake\.key_floor_max_lead in database "older" \(0 columns read\)/,
         $offset),
     'whose column is not read');
+
+# Columns that only a BRIN or a hash index leads, with keys written by hand (no default): read
+# whole, their keys hold generation back like any other (1.9 read only columns a btree led).
+for my $kind ('brin', 'hash') {
+    my $key = $node->safe_psql('postgres',
+        q(SELECT snowflake_encode(now() + interval '40 seconds', 3, 4, 5)));
+    $node->safe_psql('postgres', qq(SET ROLE alice;
+CREATE TABLE "Odd Schema".led_by_$kind (id bigint NOT NULL, note text);
+CREATE INDEX ON "Odd Schema".led_by_$kind USING $kind (id);
+INSERT INTO "Odd Schema".led_by_$kind VALUES ($key, 'by hand')));
+    restart(1);
+    like(error_of($node, 'SELECT snowflake_nextval()'),
+        qr/DETAIL:  .*key $key of column id of table "Odd Schema"\.led_by_$kind \(owner alice\)/,
+        "a key in a column that only a $kind index leads holds generation back");
+    $node->safe_psql('postgres', qq(DROP TABLE "Odd Schema".led_by_$kind));
+    restart(1);
+}
+
+# A plain role that changes her tables over and over during the read cannot keep it beginning
+# again. In a database of their own: a table read whole, which makes each pass of the read take a
+# while, then tables that she truncates, vacuums full, clusters and rewrites in a loop (pgbench).
+$node->safe_psql('postgres', 'CREATE DATABASE churn OWNER alice');
+$node->safe_psql('churn', q(CREATE EXTENSION snowflake;
+SET ROLE alice;
+CREATE TABLE slow (id bigint NOT NULL DEFAULT snowflake_nextval());
+INSERT INTO slow SELECT snowflake_encode(now() - interval '1 day', 3, 4, 0)
+    FROM generate_series(1, 1000000);
+));
+# pgbench numbers its clients from 0.
+$node->safe_psql('churn', join("\n", map { qq(SET ROLE alice;
+CREATE TABLE churned_$_ (id bigint DEFAULT snowflake_nextval(), n integer,
+    CONSTRAINT key_of_churned_$_ PRIMARY KEY (id));) } 0 .. 8));
+my $churn_script = "$PostgreSQL::Test::Utils::tmp_check/churn_019.sql";
+PostgreSQL::Test::Utils::append_to_file($churn_script, join('', map { "$_;\n" }
+    'TRUNCATE churned_:client_id', 'VACUUM FULL churned_:client_id',
+    'CLUSTER churned_:client_id USING key_of_churned_:client_id',
+    'ALTER TABLE churned_:client_id ALTER n TYPE bigint',
+    'ALTER TABLE churned_:client_id ALTER n TYPE integer'));
+# Runs pgbench as alice with the given number of clients (each on its own table) until stopped.
+sub start_churn {
+    my ($clients) = @_;
+    my ($out, $err) = ('', '');
+    return IPC::Run::start(
+        [ 'pgbench', '-n', '-c', $clients, '-j', $clients, '-T', '300', '-f', $churn_script,
+            $node->connstr('churn') . ' user=alice' ],
+        '>', \$out, '2>', \$err);
+}
+# One table changed again and again: locked from the next pass on, it changes no more, and the
+# read ends while she goes on.
+restart(1);
+my $churn = start_churn(1);
+$node->poll_query_until('churn', q(SELECT count(*) > 0 FROM pg_stat_activity
+    WHERE usename = 'alice' AND datname = 'churn'))
+  or die 'pgbench did not start';
+$offset = -s $node->logfile;
+like($node->safe_psql('postgres', "SET statement_timeout = '60s'; SELECT snowflake_nextval()"),
+    qr/^\d+$/, 'a table truncated, vacuumed, clustered and rewritten over and over does not keep the read going');
+ok($churn->pumpable, 'while she still changes it');
+$churn->kill_kill;
+$churn->finish;
+# Nine tables changed at once, more than a read begins again for: the read fails, naming them, and
+# is retried; once the changes stop, it ends.
+restart(1);
+$churn = start_churn(9);
+my $churning;
+for (1 .. 100) {
+    $churning = error_of($node, "SET statement_timeout = '60s'; SELECT snowflake_nextval()");
+    last if $churning =~ /the read failed/;
+}
+like($churning,
+    qr/DETAIL:  reading database "churn": 9 tables were truncated, rewritten or dropped while the keys of this database were read: (public\.churned_\d \(owner alice\)(, )?){9}/,
+    'nine tables changed under the read fail it, named with their owner');
+$churn->kill_kill;
+$churn->finish;
+ok($node->poll_query_until('postgres', 'SELECT snowflake_nextval() > 0'),
+    'once they stop changing, the read ends');
+$node->safe_psql('postgres', 'DROP DATABASE churn');
 
 done_testing();

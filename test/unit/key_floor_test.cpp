@@ -82,6 +82,7 @@ TEST(StoredKeys, InTheWindowAndBeyondItAreKeptApartAndOthersIgnored) {
     note_stored_key(window, id_at(kNow + 90000, 8, 13, 0), &found);
     EXPECT_EQ(found.in_window, -1);
     EXPECT_EQ(found.beyond_window, -1);
+    EXPECT_EQ(found.beyond_window_keys, 0u);
     note_stored_key(window, id_at(kNow + 5000, 7, 13, 1), &found);
     note_stored_key(window, id_at(kNow, 7, 13, 0), &found);
     note_stored_key(window, id_at(kNow + 60001, 7, 13, 0), &found);
@@ -89,6 +90,8 @@ TEST(StoredKeys, InTheWindowAndBeyondItAreKeptApartAndOthersIgnored) {
     note_stored_key(window, id_at(kNow + 70000, 7, 13, 0), &found);
     EXPECT_EQ(found.in_window, id_at(kNow + 5000, 7, 13, 1));
     EXPECT_EQ(found.beyond_window, id_at(kNow + 86400000, 7, 13, 9));
+    // The refusal says how many keys lie beyond the bound: those of the pair alone.
+    EXPECT_EQ(found.beyond_window_keys, 3u);
 }
 
 TEST(StoredKeys, OnlyKeysOfThePairFromTheClocksMillisecondOnMayHoldGeneration) {

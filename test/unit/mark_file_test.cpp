@@ -1,5 +1,5 @@
-// Unit tests of the durable mark's file format: the exact bytes, the round trip, and that every
-// kind of damage is caught rather than trusted.
+// Unit tests of the durable mark's file format: the exact bytes, the round trip, the version 1
+// files of releases before 1.10, and that every kind of damage is caught rather than trusted.
 #include "core/mark_file.hpp"
 
 #include "core/layout.hpp"
@@ -12,9 +12,20 @@
 namespace snowflake {
 namespace {
 
-std::string text_of(int64_t mark) {
-    const MarkFileText text = format_mark_file(mark);
+// A system identifier as initdb draws them: the time of initdb in its high bits.
+constexpr uint64_t kSystemIdentifier = 7446212953184735771u;
+
+std::string text_of(int64_t mark, uint64_t system_identifier = kSystemIdentifier) {
+    const MarkFileText text = format_mark_file(mark, system_identifier);
     return std::string(text.bytes, text.size);
+}
+
+// A file as releases before 1.10 wrote it, with its checksum.
+std::string version_1_text_of(const std::string &mark_digits) {
+    const std::string body = "snowflake mark v1\nmark_unix_ms=" + mark_digits + "\n";
+    char trailer[32];
+    std::snprintf(trailer, sizeof(trailer), "crc32c=%08x\n", crc32c(body.data(), body.size()));
+    return body + trailer;
 }
 
 MarkFileResult parse(const std::string &text) {
@@ -30,19 +41,47 @@ TEST(MarkFileTest, Crc32cMatchesTheStandardCheckValue) {
 // The file is read by people during incidents: its layout is fixed and readable.
 TEST(MarkFileTest, ExactBytes) {
     const std::string text = text_of(1764464000000);
-    const std::string body = "snowflake mark v1\nmark_unix_ms=1764464000000\n";
+    const std::string body =
+        "snowflake mark v2\nsystem_identifier=7446212953184735771\nmark_unix_ms=1764464000000\n";
     ASSERT_EQ(text.substr(0, body.size()), body);
     char trailer[32];
     std::snprintf(trailer, sizeof(trailer), "crc32c=%08x\n", crc32c(body.data(), body.size()));
     EXPECT_EQ(text.substr(body.size()), trailer);
 }
 
-// Whatever is written must read back as the same mark, including the extremes of the layout.
+// Whatever is written must read back as the same mark and cluster, including the extremes.
 TEST(MarkFileTest, RoundTrip) {
     for (const int64_t mark : {kEpochUnixMs, int64_t{1764464000000}, kMaxUnixMs}) {
-        const MarkFileResult result = parse(text_of(mark));
-        EXPECT_EQ(result.status, MarkFileStatus::kOk) << mark;
-        EXPECT_EQ(result.mark_unix_ms, mark);
+        for (const uint64_t system : {uint64_t{1}, kSystemIdentifier, UINT64_MAX}) {
+            const MarkFileResult result = parse(text_of(mark, system));
+            EXPECT_EQ(result.status, MarkFileStatus::kOk) << mark;
+            EXPECT_EQ(result.mark_unix_ms, mark);
+            EXPECT_EQ(result.system_identifier, system);
+        }
+    }
+    EXPECT_LE(text_of(kMaxUnixMs, UINT64_MAX).size(), kMarkFileMaxSize);
+}
+
+// A file of a release before 1.10 is read, and names no cluster: the start then cannot tell
+// whose history it is, and trusts it as those releases did.
+TEST(MarkFileTest, Version1FilesAreRead) {
+    const MarkFileResult result = parse(version_1_text_of("1764464000000"));
+    EXPECT_EQ(result.status, MarkFileStatus::kOk);
+    EXPECT_EQ(result.mark_unix_ms, 1764464000000);
+    EXPECT_EQ(result.system_identifier, 0u);
+    EXPECT_EQ(parse(version_1_text_of("1")).status, MarkFileStatus::kOutOfRange);
+}
+
+// Version 2 always names its cluster: a system identifier of 0, or none, is damage.
+TEST(MarkFileTest, Version2NamesItsCluster) {
+    for (const std::string &body :
+         {std::string("snowflake mark v2\nsystem_identifier=0\nmark_unix_ms=1764464000000\n"),
+          std::string("snowflake mark v2\nmark_unix_ms=1764464000000\n"),
+          std::string("snowflake mark v2\nsystem_identifier=18446744073709551616\n"
+                      "mark_unix_ms=1764464000000\n")}) {
+        char trailer[32];
+        std::snprintf(trailer, sizeof(trailer), "crc32c=%08x\n", crc32c(body.data(), body.size()));
+        EXPECT_EQ(parse(body + trailer).status, MarkFileStatus::kMalformed) << body;
     }
 }
 
@@ -57,9 +96,12 @@ TEST(MarkFileTest, MarksOutsideTheLayoutAreRejected) {
 // A flipped digit in the mark must be caught by the checksum, never read as another mark.
 TEST(MarkFileTest, EveryChangedDigitIsCaught) {
     const std::string good = text_of(1764464000000);
-    const size_t digits_begin = good.find('=') + 1;
-    const size_t digits_end = good.find('\n', digits_begin);
-    for (size_t i = digits_begin; i < digits_end; i++) {
+    // Every digit of the system identifier and of the mark, from the line after the version's.
+    const size_t checksum_begin = good.find("crc32c=");
+    for (size_t i = good.find('\n'); i < checksum_begin; i++) {
+        if (good[i] < '0' || good[i] > '9') {
+            continue;
+        }
         std::string damaged = good;
         damaged[i] = damaged[i] == '9' ? '0' : static_cast<char>(damaged[i] + 1);
         EXPECT_EQ(parse(damaged).status, MarkFileStatus::kChecksumMismatch) << damaged;
@@ -78,7 +120,7 @@ TEST(MarkFileTest, MalformedInputs) {
     }
     EXPECT_EQ(parse(good + "\n").status, MarkFileStatus::kMalformed);
     EXPECT_EQ(parse("").status, MarkFileStatus::kMalformed);
-    EXPECT_EQ(parse("snowflake mark v2\nmark_unix_ms=1\ncrc32c=00000000\n").status,
+    EXPECT_EQ(parse("snowflake mark v3\nmark_unix_ms=1\ncrc32c=00000000\n").status,
               MarkFileStatus::kMalformed);
     EXPECT_EQ(parse("snowflake mark v1\nmark_unix_ms=-1\ncrc32c=00000000\n").status,
               MarkFileStatus::kMalformed);

@@ -69,7 +69,8 @@ void report_write_failure(int elevel, const char *step, const char *file_name) {
 // FIFO would block the open for ever) is replaced or reported. Returns false after reporting at
 // elevel, when elevel lets it return.
 bool write_mark_file(int64 mark_unix_ms, int elevel) {
-    const snowflake::MarkFileText text = snowflake::format_mark_file(mark_unix_ms);
+    const snowflake::MarkFileText text =
+        snowflake::format_mark_file(mark_unix_ms, GetSystemIdentifier());
     if (unlink(kMarkTempFileName) != 0 && errno != ENOENT) {
         report_write_failure(elevel, "remove", kMarkTempFileName);
         return false;
@@ -282,7 +283,7 @@ void snowflake_raise_generator_through(SnowflakeShared *shared, int64_t through_
 
 bool snowflake_final_mark_due(const SnowflakeShared *shared) {
     return shared->mark_file_state == MarkFileState::kUsable &&
-           snowflake::last_issued(shared->generator).any;
+           snowflake_total_issued_ids(shared) > 0;
 }
 
 void snowflake_write_final_mark(const SnowflakeShared *shared) {
@@ -330,6 +331,19 @@ MarkRestore snowflake_restore_durable_mark(SnowflakeShared *shared) {
         return MarkRestore::kRefused;
     }
     adopt_mark(shared, parsed.mark_unix_ms);
+    // A version 1 file names no cluster: as before 1.10, it is taken for this one's.
+    const uint64 own_system = GetSystemIdentifier();
+    if (parsed.system_identifier != 0 && parsed.system_identifier != own_system) {
+        ereport(LOG,
+                (errmsg("snowflake mark file \"%s\" was written by another cluster",
+                        kMarkFileName),
+                 errdetail("It names system identifier %llu, and this cluster's is %llu. Its "
+                           "mark is kept as a lower bound, but it cannot stand for the ids of "
+                           "this data directory's history.",
+                           static_cast<unsigned long long>(parsed.system_identifier),
+                           static_cast<unsigned long long>(own_system))));
+        return MarkRestore::kForeign;
+    }
     return MarkRestore::kRestored;
 }
 

@@ -12,6 +12,7 @@ inline constexpr char kMarkFileName[] = "snowflake_mark";
 enum class MarkRestore : uint8_t {
     kRestored,  // read and verified: the generator starts from its mark
     kNoFile,    // none at all: a new data directory, pg_upgrade, a restore without it, a removal
+    kForeign,   // written by another cluster: its mark is kept, but it cannot stand for this one's
     kRefused,   // present but unusable (mark_file_state says why): generation is refused
 };
 
@@ -23,8 +24,10 @@ MarkRestore snowflake_restore_durable_mark(SnowflakeShared *shared);
 // clock up to a lease behind that millisecond is waited out like the rest of a lease.
 void snowflake_raise_generator_through(SnowflakeShared *shared, int64_t through_unix_ms);
 
-// At a clean stop of the postmaster: whether the mark file is in use and an id was issued, so that
-// the exact last timestamp can replace the lease.
+// At a clean stop of the postmaster: whether the mark file is in use and an id was issued since
+// the start, so that the exact last timestamp can replace the lease. A start that issued nothing
+// writes no mark: a raise of the generator by a mark or by stored keys is no id of this data
+// directory's history.
 bool snowflake_final_mark_due(const SnowflakeShared *shared);
 
 // Writes the exact last timestamp in place of the lease.

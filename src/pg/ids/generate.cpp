@@ -153,9 +153,9 @@ void wait_for_clock_to_leave(SnowflakeShared *shared, int64 exhausted_unix_ms) {
     }
 }
 
-// After a start without the mark file, a stored key of this server's pair ahead of the clock
-// raised the generator (keys_floor.cpp), and nothing was issued since: the clock did not move,
-// the key did. The refusal says which key, and both ways out.
+// After a start without a mark file of this data directory, a stored key of this server's pair
+// ahead of the clock raised the generator (keys_floor.cpp), and nothing was issued since: the
+// clock did not move, the key did. The refusal says which key, and that waiting is the way out.
 [[noreturn]] void report_held_by_stored_key(const SnowflakeShared *shared, int64 key_floor_ms,
                                             int64 now_unix_ms) {
     int64 key = -1;
@@ -168,13 +168,14 @@ void wait_for_clock_to_leave(SnowflakeShared *shared, int64 exhausted_unix_ms) {
         ERROR,
         (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
          errmsg("a stored key holds Snowflake id generation back until %s", until_text),
-         errdetail("After a start without the mark file, ids stay above the stored keys of this "
-                   "server's node pair; key %lld of %s is %lld ms ahead of the clock.",
+         errdetail("After a start without a mark file of this data directory, ids stay above "
+                   "the stored keys of this server's node pair; key %lld of %s is %lld ms ahead "
+                   "of the clock. A server with this node pair whose clock was that far ahead "
+                   "issued it, and an id equal to it would repeat it.",
                    static_cast<long long>(key), source,
                    static_cast<long long>(key_floor_ms - now_unix_ms)),
-         errhint("Generation resumes by itself at %s. If the clock is right, this server did not "
-                 "issue the key: give the row another key or delete it, then restart the server "
-                 "(doc/operations.md \"Upgrading PostgreSQL\"). If the clock is behind, fix it.",
+         errhint("Generation resumes by itself at %s. If this server's clock is behind, fix it "
+                 "(doc/operations.md \"Upgrading PostgreSQL\").",
                  until_text)));
     pg_unreachable();
 }
@@ -192,7 +193,7 @@ void wait_or_refuse_clock_behind(SnowflakeShared *shared, int64 last_unix_ms, in
         *counted_clock_rollback = true;
     }
     if (action == snowflake::ClockBehindAction::kRefuse &&
-        last_unix_ms == shared->key_floor_ms.load(std::memory_order_relaxed)) {
+        last_unix_ms == shared->keys_floor.floor_ms.load(std::memory_order_relaxed)) {
         report_held_by_stored_key(shared, last_unix_ms, now_unix_ms);
     }
     if (action == snowflake::ClockBehindAction::kRefuse) {

@@ -1,19 +1,29 @@
-// The floor from stored keys after a start without a mark file (keys_floor.cpp). Include only
-// after postgres.h.
+// The floor from stored keys after a start without a mark file of this data directory's history:
+// the gate a backend passes before its first id (keys_floor.cpp), and the background workers that
+// read the keys (keys_readers.cpp). Include only after postgres.h.
 #pragma once
+
+#include <cstdint>
 
 #include "core/generator.hpp"
 #include "pg/shared_state.hpp"
 
-// At start-up: arms the floor after a start without a mark file, and keeps it armed across
-// restarts until the keys of every database were read in one run.
-void snowflake_arm_keys_floor(SnowflakeShared *shared, bool mark_file_missing);
+// What the start found, as far as the floor is concerned.
+enum class KeysFloorStart : uint8_t {
+    kMarkTrusted,    // a mark file of this cluster, or of a release that named none
+    kMarkMissing,    // no mark file
+    kMarkForeign,    // a mark file another cluster wrote
+    kBinaryUpgrade,  // one of pg_upgrade's runs, which reads nothing
+};
 
-// In _PG_init: the background worker that reads the keys once the server can generate.
-void snowflake_register_keys_reader();
+// At start-up: arms the floor after a start without a mark file of this data directory's history,
+// and keeps it armed across restarts until the keys of every database were read in one run. A
+// pg_upgrade run arms the next start.
+void snowflake_arm_keys_floor(SnowflakeShared *shared, KeysFloorStart start);
 
-// Before a backend's first id: waits, cancellably, until the keys of every database were read
-// for this node pair, and refuses while a key beyond the window stops generation.
+// Before a backend's first id: starts the read if none runs, waits, cancellably, until the keys
+// of every database were read for this node pair, and refuses while a key beyond the window stops
+// generation.
 void snowflake_await_keys_floor(SnowflakeShared *shared, snowflake::Node node);
 
 // At a clean stop: whether nothing was issued since a stored key raised the generator, or a key

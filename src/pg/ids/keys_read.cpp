@@ -12,7 +12,10 @@
 // statistics object or trigger of any role runs or is consulted, and none can hide a key or fail
 // the read. Each table is locked only while it is read. Lock waits share one short, cancellable
 // budget; a table (or its index) locked past it fails the read of the database, which is tried
-// again later: its keys cannot be known.
+// again later: its keys cannot be known. A table truncated, rewritten or dropped under the read
+// makes it begin again with a new snapshot, and is locked from the start of every later pass, so
+// that it cannot change again; past kChangedTablesLimit such tables the read fails, naming them,
+// so that no role can keep it beginning again for ever.
 
 extern "C" {
 #include "postgres.h"
@@ -29,6 +32,7 @@ extern "C" {
 #include "catalog/pg_type.h"
 #include "executor/tuptable.h"
 #include "executor/spi.h"
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
@@ -48,6 +52,7 @@ extern "C" {
 #include "core/key_floor.hpp"
 #include "pg/as_owner.hpp"
 #include "pg/compat.hpp"
+#include "pg/ids/keys_floor_parts.hpp"
 #include "pg/ids/keys_read.hpp"
 #include "pg/library_objects.hpp"
 #include "pg/settings.hpp"
@@ -59,10 +64,12 @@ namespace {
 // default calls snowflake_nextval() (its own default, its type's, or an ancestor's, down every
 // level of partitions and inheritance children; a snowflake column's default calls it inside the
 // assignment cast, and pg_depend records every function a default calls), and every column that
-// leads a btree index, since a table keeps its keys when its default goes (a detached partition, a
-// default dropped or set elsewhere). Whether the column is a bigint or a snowflake (or a domain
-// over either) is checked once the table is locked. A foreign table lives elsewhere and another
-// session's temporary table cannot be read. Run with search_path pinned.
+// leads an index, since a table keeps its keys when its default goes (a detached partition, a
+// default dropped or set elsewhere). Every kind of index counts (btree, hash, BRIN, and GiST or
+// GIN through btree_gist or btree_gin): only a btree of the integer family is walked, and a
+// column that another kind leads is read with its table. Whether the column is a bigint or a
+// snowflake (or a domain over either) is checked once the table is locked. A foreign table lives
+// elsewhere and another session's temporary table cannot be read. Run with search_path pinned.
 constexpr char kKeyColumnsQuery[] =
     "WITH RECURSIVE key_column (relid, attname) AS ("
     " SELECT def.adrelid, a.attname FROM pg_catalog.pg_depend AS dep"
@@ -87,10 +94,7 @@ constexpr char kKeyColumnsQuery[] =
     " UNION"
     " SELECT i.indrelid, i.indkey[0], c.relfilenode FROM pg_catalog.pg_index AS i"
     " JOIN pg_catalog.pg_class AS c ON c.oid = i.indrelid"
-    " JOIN pg_catalog.pg_class AS ic ON ic.oid = i.indexrelid"
-    " JOIN pg_catalog.pg_am AS am ON am.oid = ic.relam"
-    " WHERE am.amname = 'btree' AND i.indkey[0] <> 0"
-    " AND c.relkind IN ('r', 'm') AND c.relpersistence <> 't'"
+    " WHERE i.indkey[0] <> 0 AND c.relkind IN ('r', 'm') AND c.relpersistence <> 't'"
     " ORDER BY 1, 2";
 
 // The prepared transactions of this database: a table, column, default or index they created is
@@ -100,7 +104,7 @@ constexpr char kPreparedTransactionsQuery[] =
     "WHERE database OPERATOR(pg_catalog.=) pg_catalog.current_database()";
 
 // The extension's snowflake_nextval() in this database, if it is installed: the columns whose
-// default calls it are read whatever index they have. Without it, the columns that lead a btree
+// default calls it are read whatever index they have. Without it, the columns that lead an
 // index are still read, for keys copied from another database.
 constexpr char kNextvalQuery[] =
     "SELECT (SELECT p.oid FROM pg_catalog.pg_depend AS d"
@@ -209,11 +213,13 @@ RegProcedure index_comparison(Relation index, StrategyNumber strategy) {
     return get_opcode(comparison);
 }
 
-// Walks the index from the top of a key range down to the first key of this server's pair: in
-// normal operation the range is empty, one descent of the index.
-int64 highest_own_key_in_index(Relation table, Relation index, AttrNumber column,
-                               const snowflake::KeyWindow &window, Snapshot read_start,
-                               StrategyNumber lower_strategy, int64 lower, int64 upper) {
+// Walks the index from the top of a key range down: to the first key of this server's pair that
+// counts, or with every_key through all of them, each noted in found. In normal operation the
+// range is empty, one descent of the index.
+void own_keys_in_index(Relation table, Relation index, AttrNumber column,
+                       const snowflake::KeyWindow &window, Snapshot read_start,
+                       StrategyNumber lower_strategy, int64 lower, int64 upper, bool every_key,
+                       snowflake::FoundKeys *found) {
     ScanKeyData keys[2];
     ScanKeyInit(&keys[0], 1, lower_strategy, index_comparison(index, lower_strategy),
                 Int64GetDatum(lower));
@@ -222,23 +228,23 @@ int64 highest_own_key_in_index(Relation table, Relation index, AttrNumber column
     IndexScanDesc scan = snowflake_index_beginscan(table, index, SnapshotAny, 2);
     index_rescan(scan, keys, 2, nullptr, 0);
     TupleTableSlot *slot = table_slot_create(table, nullptr);
-    int64 found = -1;
     while (index_getnext_slot(scan, BackwardScanDirection, slot)) {
         bool is_null = true;
         const Datum value = slot_getattr(slot, column, &is_null);
         if (!is_null && snowflake::may_hold_generation(window, DatumGetInt64(value)) &&
             row_counts(table, slot, read_start)) {
-            found = DatumGetInt64(value);
-            break;
+            snowflake::note_stored_key(window, DatumGetInt64(value), found);
+            if (!every_key) {
+                break;
+            }
         }
         CHECK_FOR_INTERRUPTS();
     }
     ExecDropSingleTupleTableSlot(slot);
     index_endscan(scan);
-    return found;
 }
 
-// Reads every row of a table whose key no index leads.
+// Reads every row of a table whose key no btree index of the integer family leads.
 snowflake::FoundKeys own_keys_in_table(Relation table, AttrNumber column,
                                        const snowflake::KeyWindow &window, Snapshot read_start) {
     TableScanDesc scan = snowflake_table_beginscan(table, SnapshotAny);
@@ -260,9 +266,9 @@ snowflake::FoundKeys own_keys_in_table(Relation table, AttrNumber column,
     return found;
 }
 
-// Logs a key of this server's pair that is too far ahead to be waited for: generation stops
-// until the clock passes it or a superuser releases it (keys_floor.cpp).
-void report_key_beyond_window(int64 key, const char *source, int64 now_unix_ms) {
+// Logs a column's highest key of this server's pair that is too far ahead to be waited for, and
+// how many such keys it holds: generation stops until the clock passes them (keys_floor.cpp).
+void report_key_beyond_window(int64 key, uint64 keys, const char *source, int64 now_unix_ms) {
     const snowflake::DecodeResult decoded = snowflake::decode(key);
     ereport(LOG,
             (errmsg("snowflake: key %lld of %s is %lld ms ahead of the clock, beyond "
@@ -270,32 +276,47 @@ void report_key_beyond_window(int64 key, const char *source, int64 now_unix_ms) 
                     static_cast<long long>(key), source,
                     static_cast<long long>(decoded.parts.unix_ms - now_unix_ms),
                     snowflake_key_floor_max_lead_setting),
-             errhint("It carries this server's node pair, so this server would issue an id "
-                     "equal to it when its clock reaches %s. If the clock is right, give the row "
-                     "another key or delete it, then release the key with "
-                     "snowflake_release_key(%lld); if the clock is behind, fix it.",
-                     timestamptz_to_str(snowflake::pg_us_from_unix_ms(decoded.parts.unix_ms)),
-                     static_cast<long long>(key))));
+             errdetail("Keys of this server's node pair beyond the bound in this column: %llu.",
+                       static_cast<unsigned long long>(keys)),
+             errhint("%s", snowflake_beyond_key_advice(key, now_unix_ms))));
 }
 
-// Reads one column's keys of this server's pair, the table locked only meanwhile. A table
-// dropped since the listing is skipped, and so is a column dropped or of any type but bigint or
-// snowflake (or a domain over either).
-// Returns false for a table dropped, truncated or rewritten since it was listed: those change
-// no row version that the read's snapshot could see, so rows moved out of it into a table read
-// earlier would be missed, and the read of the database begins again.
+// The tables truncated, rewritten or dropped under earlier passes of the read of one database,
+// each named as its refusal names it.
+struct ChangedTables {
+    int count;
+    Oid tables[kChangedTablesLimit];
+    const char *names[kChangedTablesLimit];
+};
+
+// A table and its owner, for a message.
+const char *table_and_owner(Relation table) {
+    const char *owner = GetUserNameFromId(table->rd_rel->relowner, true);
+    return psprintf("%s (owner %s)",
+                    quote_qualified_identifier(get_namespace_name(RelationGetNamespace(table)),
+                                               RelationGetRelationName(table)),
+                    owner != nullptr ? quote_identifier(owner) : "(dropped)");
+}
+
+// Reads one column's keys of this server's pair, the table locked only meanwhile. A column
+// dropped or of any type but bigint or snowflake (or a domain over either) is skipped.
+// Returns false, naming the table in *changed, for a table dropped, truncated or rewritten since
+// it was listed: those change no row version that the read's snapshot could see, so rows moved out
+// of it into a table read earlier would be missed, and the read of the database begins again.
 bool read_column(Oid table_oid, AttrNumber column, Oid listed_filenode, Oid id_type,
                  const snowflake::KeyWindow &window, int64 now_unix_ms, Snapshot read_start,
-                 TimestampTz lock_budget_end, DatabaseKeys *keys) {
+                 TimestampTz lock_budget_end, DatabaseKeys *keys, const char **changed) {
     if (!lock_within_budget(table_oid, lock_budget_end)) {
         report_locked(table_oid);
     }
     Relation table = try_relation_open(table_oid, NoLock);
     if (table == nullptr) {
         UnlockRelationOid(table_oid, AccessShareLock);
+        *changed = psprintf("a table dropped during the read (OID %u)", table_oid);
         return false;
     }
     if (table->rd_rel->relfilenode != listed_filenode) {
+        *changed = table_and_owner(table);
         relation_close(table, AccessShareLock);
         return false;
     }
@@ -311,24 +332,22 @@ bool read_column(Oid table_oid, AttrNumber column, Oid listed_filenode, Oid id_t
     }
     const char *table_name = quote_qualified_identifier(
         get_namespace_name(RelationGetNamespace(table)), RelationGetRelationName(table));
-    const char *owner = GetUserNameFromId(table->rd_rel->relowner, true);
-    const char *source = psprintf(
-        "column %s of table %s (owner %s) in database \"%s\"",
-        quote_identifier(NameStr(TupleDescAttr(descriptor, column - 1)->attname)), table_name,
-        owner != nullptr ? quote_identifier(owner) : "(dropped)", get_database_name(MyDatabaseId));
+    const char *source =
+        psprintf("column %s of table %s in database \"%s\"",
+                 quote_identifier(NameStr(TupleDescAttr(descriptor, column - 1)->attname)),
+                 table_and_owner(table), get_database_name(MyDatabaseId));
     ErrorContextCallback context{error_context_stack, read_error_context,
                                  const_cast<char *>(table_name)};
     error_context_stack = &context;
     Relation index = open_key_index(table, column, lock_budget_end);
     snowflake::FoundKeys found;
     if (index != nullptr) {
-        found.in_window = highest_own_key_in_index(table, index, column, window, read_start,
-                                                   BTGreaterEqualStrategyNumber, window.lowest_id,
-                                                   window.highest_id);
+        own_keys_in_index(table, index, column, window, read_start, BTGreaterEqualStrategyNumber,
+                          window.lowest_id, window.highest_id, false, &found);
+        // Every key beyond the window is counted, for the refusal to say how many there are.
         if (window.highest_id < snowflake::kMaxId) {
-            found.beyond_window = highest_own_key_in_index(table, index, column, window, read_start,
-                                                           BTGreaterStrategyNumber,
-                                                           window.highest_id, snowflake::kMaxId);
+            own_keys_in_index(table, index, column, window, read_start, BTGreaterStrategyNumber,
+                              window.highest_id, snowflake::kMaxId, true, &found);
         }
         index_close(index, AccessShareLock);
     } else {
@@ -341,8 +360,10 @@ bool read_column(Oid table_oid, AttrNumber column, Oid listed_filenode, Oid id_t
         keys->in_window_source = source;
     }
     if (found.beyond_window >= 0) {
-        report_key_beyond_window(found.beyond_window, source, now_unix_ms);
+        report_key_beyond_window(found.beyond_window, found.beyond_window_keys, source,
+                                 now_unix_ms);
         keys->beyond_window_columns++;
+        keys->beyond_window_keys += found.beyond_window_keys;
         if (found.beyond_window > keys->beyond_window) {
             keys->beyond_window = found.beyond_window;
             keys->beyond_window_source = source;
@@ -352,13 +373,44 @@ bool read_column(Oid table_oid, AttrNumber column, Oid listed_filenode, Oid id_t
     return true;
 }
 
-// Every column of this database that may hold keys, read once each with one snapshot; false if a
-// table changed under the read, which must then begin again.
-bool read_keys_once(const snowflake::KeyWindow &window, int64 now_unix_ms, DatabaseKeys *keys) {
+// Fails the read once more tables changed under it than it begins again for: a role that keeps
+// truncating or rewriting her tables could otherwise keep it beginning again for ever.
+[[noreturn]] void refuse_changing_tables(const ChangedTables &changed, const char *last) {
+    StringInfoData names;
+    initStringInfo(&names);
+    for (int i = 0; i < changed.count; i++) {
+        appendStringInfo(&names, "%s, ", changed.names[i]);
+    }
+    appendStringInfoString(&names, last);
+    ereport(ERROR,
+            (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+             errmsg("%d tables were truncated, rewritten or dropped while the keys of this "
+                    "database were read: %s",
+                    changed.count + 1, names.data),
+             errdetail("The read begins again after each such change, and locks the table from "
+                       "then on; past %d tables it gives up, and tries again later.",
+                       kChangedTablesLimit),
+             errhint("Find the sessions that change them (pg_stat_activity) and stop them.")));
+    pg_unreachable();
+}
+
+// Every column of this database that may hold keys, read once each with one snapshot, after the
+// tables that changed under earlier passes are locked; false, naming the table in *changed, if
+// another table changed under this pass, which must then begin again.
+bool read_keys_once(const snowflake::KeyWindow &window, int64 now_unix_ms,
+                    const ChangedTables &locked, DatabaseKeys *keys, Oid *changed_table,
+                    const char **changed) {
     *keys = DatabaseKeys{};
     keys->in_window = -1;
     keys->beyond_window = -1;
     const TimestampTz lock_budget_end = GetCurrentTimestamp() + kKeysLockWaitBudgetMs * 1000;
+    // Held until the database's read ends, before the snapshot, so that the tables stay as the
+    // snapshot sees them.
+    for (int i = 0; i < locked.count; i++) {
+        if (!lock_within_budget(locked.tables[i], lock_budget_end)) {
+            report_locked(locked.tables[i]);
+        }
+    }
     // The listing sees the catalog as the read's snapshot does, so that a table changed since shows
     // in its relcache entry and the read begins again with a newer snapshot.
     const Snapshot read_start = RegisterSnapshot(GetTransactionSnapshot());
@@ -402,7 +454,10 @@ bool read_keys_once(const snowflake::KeyWindow &window, int64 now_unix_ms, Datab
     bool unchanged = true;
     for (uint64 i = 0; i < column_count && unchanged; i++) {
         unchanged = read_column(tables[i], columns[i], filenodes[i], id_type, window, now_unix_ms,
-                                read_start, lock_budget_end, keys);
+                                read_start, lock_budget_end, keys, changed);
+        if (!unchanged) {
+            *changed_table = tables[i];
+        }
     }
     UnregisterSnapshot(read_start);
     return unchanged;
@@ -413,10 +468,18 @@ bool read_keys_once(const snowflake::KeyWindow &window, int64 now_unix_ms, Datab
 DatabaseKeys snowflake_read_database_keys(const snowflake::KeyWindow &window) {
     const int64 now_unix_ms = snowflake_wall_clock_unix_ms();
     DatabaseKeys keys;
+    ChangedTables changed{};
     run_as_role({BOOTSTRAP_SUPERUSERID, "snowflake key floor",
                  "reading this database's stored keys", false},
                 [&] {
-                    while (!read_keys_once(window, now_unix_ms, &keys)) {
+                    Oid table = InvalidOid;
+                    const char *name = nullptr;
+                    while (!read_keys_once(window, now_unix_ms, changed, &keys, &table, &name)) {
+                        if (changed.count == kChangedTablesLimit) {
+                            refuse_changing_tables(changed, name);
+                        }
+                        changed.tables[changed.count] = table;
+                        changed.names[changed.count++] = name;
                         CHECK_FOR_INTERRUPTS();
                     }
                 });
