@@ -37,17 +37,9 @@ OBJS = \
 	src/pg/partitions/partition_setups.o \
 	src/pg/partitions/partitions.o \
 	src/pg/partitions/table_time_limit.o
-DATA = src/sql/snowflake--1.0.sql src/sql/snowflake--1.0--1.1.sql \
-	src/sql/snowflake--1.1--1.2.sql \
-	src/sql/snowflake--1.2--1.3.sql \
-	src/sql/snowflake--1.3--1.4.sql \
-	src/sql/snowflake--1.4--1.5.sql \
-	src/sql/snowflake--1.5--1.6.sql \
-	src/sql/snowflake--1.6--1.7.sql \
-	src/sql/snowflake--1.7--1.8.sql \
-	src/sql/snowflake--1.8--1.9.sql \
-	src/sql/snowflake--1.9--1.10.sql \
-	src/sql/snowflake--1.10.sql
+# The first version's script and the update scripts from it: CREATE EXTENSION runs the chain
+# (doc/design.md "The install script"), so a new version adds one file here.
+DATA = $(wildcard src/sql/snowflake--*.sql)
 PGFILEDESC = "snowflake - Twitter-layout Snowflake ids"
 # The documentation beyond the README, installed beside other extensions' documentation.
 DOCS = doc/design.md doc/operations.md doc/performance.md doc/reference.md doc/security.md \
@@ -70,7 +62,8 @@ ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_check_iso \
 TAP_TESTS = 1
 endif
 PROVE_TESTS = test/t/*.pl
-EXTRA_CLEAN = tmp_check_regress tmp_check_iso output_iso .pg_build_stamp test/unit/unit_tests \
+EXTRA_CLEAN = tmp_check_regress tmp_check_iso output_iso .pg_build_stamp META.json test/unit/build \
+	test/unit/unit_tests \
 	test/unit/unit_tests_sanitized test/fuzz/fuzz_core test/bench/core_bench
 
 # The extension's version, from the control file: the library reports it (PostgreSQL 18's
@@ -97,8 +90,10 @@ include $(PGXS)
 docmoduledir := extension/snowflake
 
 # The tests' own helpers (test/perl/SnowflakeTest.pm), added after PGXS sets PG_PROVE_FLAGS, so
-# that a PROVE_FLAGS given on the command line (--verbose) keeps them.
-PG_PROVE_FLAGS += -I $(srcdir)/test/perl
+# that a PROVE_FLAGS given on the command line (--verbose) keeps them; and TAP_JOBS test files at
+# once, which wait more than they compute (each server gets a free port of its own).
+TAP_JOBS ?= 2
+PG_PROVE_FLAGS += -I $(srcdir)/test/perl -j$(TAP_JOBS)
 
 # PGXS installs DOCS by their base names but would remove them by their paths.
 uninstall: uninstall-docs
@@ -118,20 +113,28 @@ $(shell echo '$(PG_CONFIG) $(VERSION)' | cmp -s - $(PG_BUILD_STAMP) || \
 $(OBJS) $(OBJS:.o=.bc): $(wildcard $(srcdir)/src/core/*.hpp $(srcdir)/src/pg/*.hpp \
 	$(srcdir)/src/pg/*/*.hpp) $(PG_BUILD_STAMP) $(srcdir)/snowflake.control
 
-CORE_SOURCES = src/core/codec.cpp src/core/fleet.cpp src/core/generator.cpp src/core/key_floor.cpp \
-	src/core/partition_plan.cpp \
-	src/core/mark_file.cpp
+CORE_SOURCES = $(wildcard src/core/*.cpp)
 CORE_HEADERS = $(wildcard src/core/*.hpp)
 UNIT_SOURCES = $(wildcard test/unit/*_test.cpp)
 UNIT_FLAGS = -std=c++17 -Wall -Wextra -Werror -I$(srcdir)/src -pthread
 SANITIZE_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
-test/unit/unit_tests: $(CORE_SOURCES) $(CORE_HEADERS) $(UNIT_SOURCES)
-	$(CXX) $(UNIT_FLAGS) -O2 $(CORE_SOURCES) $(UNIT_SOURCES) -lgtest -lgtest_main -o $@
+# One object per source and build, so that make -j compiles them side by side; each is rebuilt
+# when any core header changes.
+UNIT_OBJECTS = $(patsubst %.cpp,test/unit/build/plain/%.o,$(CORE_SOURCES) $(UNIT_SOURCES))
+SANITIZED_OBJECTS = $(patsubst %.cpp,test/unit/build/sanitized/%.o,$(CORE_SOURCES) $(UNIT_SOURCES))
+test/unit/build/plain/%.o: %.cpp $(CORE_HEADERS)
+	@mkdir -p $(dir $@)
+	$(CXX) $(UNIT_FLAGS) -O2 -c $< -o $@
+test/unit/build/sanitized/%.o: %.cpp $(CORE_HEADERS)
+	@mkdir -p $(dir $@)
+	$(CXX) $(UNIT_FLAGS) -O1 -g $(SANITIZE_FLAGS) -c $< -o $@
 
-test/unit/unit_tests_sanitized: $(CORE_SOURCES) $(CORE_HEADERS) $(UNIT_SOURCES)
-	$(CXX) $(UNIT_FLAGS) -O1 -g $(SANITIZE_FLAGS) $(CORE_SOURCES) $(UNIT_SOURCES) \
-		-lgtest -lgtest_main -o $@
+test/unit/unit_tests: $(UNIT_OBJECTS)
+	$(CXX) $(UNIT_FLAGS) $^ -lgtest -lgtest_main -o $@
+
+test/unit/unit_tests_sanitized: $(SANITIZED_OBJECTS)
+	$(CXX) $(UNIT_FLAGS) $(SANITIZE_FLAGS) $^ -lgtest -lgtest_main -o $@
 
 # The core's unit tests, plain and under AddressSanitizer and UndefinedBehaviorSanitizer.
 unitcheck: test/unit/unit_tests test/unit/unit_tests_sanitized
@@ -155,12 +158,17 @@ test/bench/core_bench: $(CORE_SOURCES) $(CORE_HEADERS) test/bench/core_bench.cpp
 	$(CXX) -std=c++17 -O2 -Wall -Wextra -Werror -I$(srcdir)/src $(CORE_SOURCES) \
 		test/bench/core_bench.cpp -lbenchmark -lbenchmark_main -pthread -o $@
 
-# The release zip that PGXN and its client take, built from the committed tree (HEAD):
-# make dist [DISTDIR=directory]. It is named after META.json's version.
-DISTVERSION = $(shell sed -n 's/^    "version": "\(.*\)",$$/\1/p' $(srcdir)/META.json)
+# The release zip that PGXN and its client take, built from the committed tree (HEAD) with
+# META.json, which is made from META.json.in and the control file's version:
+# make dist [DISTDIR=directory].
+# The control file's MAJOR.MINOR as SemVer, which PGXN takes.
+DISTVERSION = $(EXTVERSION).0
 DISTDIR ?= .
-dist:
+META.json: $(srcdir)/META.json.in $(srcdir)/snowflake.control
+	sed 's/@VERSION@/$(DISTVERSION)/g' $< > $@
+dist: META.json
 	git -C $(srcdir) archive --format=zip --prefix=$(EXTENSION)-$(DISTVERSION)/ \
+		--add-file=$(abspath META.json) \
 		-o $(abspath $(DISTDIR))/$(EXTENSION)-$(DISTVERSION).zip HEAD
 
 # The error boundary (module.cpp): an ereport longjmps over C++ frames, so the glue may hold no

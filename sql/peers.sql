@@ -77,12 +77,16 @@ FROM pg_proc p WHERE proname = 'snowflake_check_peers';
 REVOKE EXECUTE ON FUNCTION snowflake_check_peers(text[], integer, integer) FROM PUBLIC;
 SELECT problem FROM snowflake_check_peers(ARRAY[:'self', :'self']);
 ALTER EXTENSION snowflake UPDATE;
-SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
+SELECT e.extversion = a.default_version AS at_default_version
+FROM pg_extension AS e JOIN pg_available_extensions AS a ON a.name = e.extname
+WHERE e.extname = 'snowflake';
 
 -- A fresh install is the default version, with the same objects.
 DROP EXTENSION snowflake;
 CREATE EXTENSION snowflake;
-SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
+SELECT e.extversion = a.default_version AS at_default_version
+FROM pg_extension AS e JOIN pg_available_extensions AS a ON a.name = e.extname
+WHERE e.extname = 'snowflake';
 SELECT p.oid::regprocedure, p.proisstrict,
        has_function_privilege('public', p.oid, 'EXECUTE') AS public_exec
 FROM pg_proc p WHERE proname = 'snowflake_check_peers';

@@ -135,7 +135,9 @@ SELECT count(*) > 0 AS set_up FROM snowflake_partition_table('events', '1 day', 
 DROP TABLE events;
 CREATE PUBLICATION everything FOR ALL TABLES;
 ALTER EXTENSION snowflake UPDATE;
-SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
+SELECT e.extversion = a.default_version AS at_default_version
+FROM pg_extension AS e JOIN pg_available_extensions AS a ON a.name = e.extname
+WHERE e.extname = 'snowflake';
 SELECT count(*) AS rows_left FROM snowflake_partitioned_tables;
 CREATE TABLE dropped (a int);
 DROP TABLE dropped;

@@ -56,7 +56,7 @@ install_dependencies() {
 
 # Builds the extension and installs it into the PostgreSQL that PG_CONFIG names, first removing
 # the scripts an earlier version installed there, whose names this version's make uninstall
-# would not know (the complete script of 1.9 is snowflake--1.9.sql).
+# may not know (up to 1.9 a complete script of each version was installed).
 build_and_install() {
     local source_dir=$1
     make -C "$source_dir" -s -j2 PG_CONFIG="$PG_CONFIG" || return 1

@@ -1,6 +1,8 @@
 """Checks a release zip's META.json against the PGXN Meta Spec 1.0 (https://pgxn.org/meta/spec.txt:
 the keys, their types, terms, SemVer versions, licences, prerequisites and resources) and against
-the tree it ships in (the control file's version, the files it names, the zip's name). Prints each
+the tree it ships in (the control file's version, the files it names, the zip's name), and that
+the version's entries lead CHANGELOG.md and debian/changelog, the two files a new version edits
+besides the control file and its update script (CONTRIBUTING.md "Cutting a version"). Prints each
 problem and exits non-zero if there is one. Usage: meta_check.py snowflake-X.Y.Z.zip"""
 import json
 import re
@@ -178,8 +180,19 @@ def check_project(meta, names, zip_path, top):
     extension = meta.get("provides", {}).get("snowflake", {})
     if extension.get("version") != semver:
         problem("provides.snowflake.version differs from default_version")
-    if extension.get("file") != f"src/sql/snowflake--{default_version}.sql":
-        problem(f"provides.snowflake.file is not the complete script of {default_version}")
+    if extension.get("file") != "snowflake.control":
+        problem("provides.snowflake.file is not the control file")
+    changelog = release.read(f"{top}/CHANGELOG.md").decode()
+    first = re.search(r"^## (\S+)", changelog, re.M)
+    if first is None or first.group(1) != default_version:
+        problem(f"CHANGELOG.md does not begin with a section for {default_version}")
+    debian = release.read(f"{top}/debian/changelog").decode()
+    if not debian.startswith(f"snowflake-ids ({semver}) "):
+        problem(f"debian/changelog does not begin with an entry for {semver}")
+    if f"src/sql/snowflake--{default_version}.sql" not in names and not any(
+            re.fullmatch(rf"src/sql/snowflake--[0-9.]+--{re.escape(default_version)}\.sql", n)
+            for n in names):
+        problem(f"no script reaches {default_version}")
     if not zip_path.endswith(f"/snowflake-{semver}.zip") or top != f"snowflake-{semver}":
         problem(f"{zip_path} is not named after the version")
     requires = meta.get("prereqs", {}).get("runtime", {}).get("requires", {})
@@ -195,5 +208,5 @@ meta = json.loads(release.read(f"{top}/META.json"))
 check_spec(meta, names)
 check_project(meta, names, zip_path, top)
 for text in problems:
-    print(f"META.json: {text}")
+    print(f"release check: {text}")
 sys.exit(1 if problems else 0)

@@ -1,5 +1,4 @@
 -- The snowflake extension, from 1.8 to 1.9: min() and max() of the snowflake type keep the type.
--- The same objects as in the complete install script, which gives their reasons.
 \echo Use "ALTER EXTENSION snowflake UPDATE TO '1.9'" to load this file. \quit
 
 -- min() and max() of the type (version 1.9): bigint's aggregates in all but the type, so that
