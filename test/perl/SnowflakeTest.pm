@@ -89,7 +89,8 @@ sub mark_file_text {
 my $select_passthrough;
 sub select_passthrough {
     return $select_passthrough if defined $select_passthrough;
-    $select_passthrough = "$PostgreSQL::Test::Utils::tmp_check/select_passthrough.so";
+    # Named by the test's process: test files run side by side share tmp_check.
+    $select_passthrough = "$PostgreSQL::Test::Utils::tmp_check/select_passthrough_$$.so";
     system('cc', '-shared', '-fPIC', '-o', $select_passthrough,
         "$FindBin::RealBin/../perl/select_passthrough.c", '-ldl') == 0
       or BAIL_OUT('test/perl/select_passthrough.c does not build');
@@ -175,8 +176,8 @@ my $mark_fault_file;
 # compiler, and starts the node with it preloaded and no fault injected.
 sub start_with_mark_faults {
     my ($node) = @_;
-    my $library = "$PostgreSQL::Test::Utils::tmp_check/mark_faults.so";
-    $mark_fault_file = "$PostgreSQL::Test::Utils::tmp_check/mark_fault";
+    my $library = "$PostgreSQL::Test::Utils::tmp_check/mark_faults_$$.so";
+    $mark_fault_file = "$PostgreSQL::Test::Utils::tmp_check/mark_fault_$$";
     command_ok(['cc', '-shared', '-fPIC', '-o', $library,
             "$FindBin::RealBin/../faults/mark_faults.c", '-ldl'], 'the fault library builds');
     local $ENV{LD_PRELOAD} = $library;
