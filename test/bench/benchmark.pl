@@ -7,8 +7,10 @@
 # several servers, 8 converting a serial table, 9 the planner hook, 10 the snowflake type against
 # bigint (BENCH_TYPE_ROWS rows for its index, 10,000,000 unless set; a tenth of them for its sort
 # and join), 11 partition maintenance (BENCH_PARTITION_ROWS rows, 10,000,000 unless set), 12 the
-# first id after a start without the mark file (BENCH_FLOOR_ROWS rows, 24,000,000 unless set). A
-# backend's CPU time comes from /proc/PID/schedstat; that of pgbench's backends, which
+# first id after a start without the mark file (BENCH_FLOOR_ROWS rows, 24,000,000 unless set), 13
+# the keys against PostgreSQL 18's uuidv7(), bigserial and gen_random_uuid(): bulk and single-row
+# inserts, sizes and a time range (BENCH_UUID_ROWS rows, 2,000,000 unless set; without uuidv7()
+# before 18). A backend's CPU time comes from /proc/PID/schedstat; that of pgbench's backends, which
 # have exited by the time it is read, from the children's CPU time that the postmaster collects
 # (/proc/PID/stat).
 use strict;
@@ -35,7 +37,7 @@ Test::More->builder->output(File::Spec->devnull);
 
 my $core_bench = shift @ARGV;
 my $repetitions = $ENV{BENCH_REPETITIONS} // 5;
-my %selected = map { $_ => 1 } split /,/, ($ENV{BENCH_CASES} // '1,2,3,4,5,6,7,8,9,10,11,12');
+my %selected = map { $_ => 1 } split /,/, ($ENV{BENCH_CASES} // '1,2,3,4,5,6,7,8,9,10,11,12,13');
 my $ceiling_ids_per_s = 4_096_000;
 my $work_dir = PostgreSQL::Test::Utils::tempdir;
 chomp(my $cores = `nproc`);
@@ -1027,6 +1029,129 @@ VACUUM ANALYZE bench_floor;
     } 'no index', 'primary key');
 }
 
+# The kind of scan in a plan: an index range (and the index) or a sequential scan.
+sub scan_kind {
+    my ($plan) = @_;
+    my $text = join "\n", @$plan;
+    return "index range ($1 on `$2`)" if $text =~ /((?:Bitmap )?Index(?: Only)? Scan) using (\S+)/;
+    return 'sequential scan (parallel)' if $text =~ /Parallel Seq Scan/;
+    return 'sequential scan' if $text =~ /Seq Scan/;
+    return 'other';
+}
+
+# Case 13: the keys users weigh against snowflake, side by side on one server: bigint DEFAULT
+# snowflake_nextval(), bigserial, uuid DEFAULT uuidv7() (PostgreSQL 18 and later) and uuid DEFAULT
+# gen_random_uuid(). A bulk insert of BENCH_UUID_ROWS rows (2,000,000 unless set) into an empty
+# table, the sizes of the table and its primary key after it, a time range by the id alone (the
+# newest hundredth of the rows), and single-row inserts from 1 and 8 clients into the loaded tables.
+sub uuid_keys {
+    my ($node) = @_;
+    my $rows = $ENV{BENCH_UUID_ROWS} // 2_000_000;
+    my $seconds = 5;
+    my $window = max(1, int($rows / 100));
+    my $version = $node->safe_psql('postgres', 'SHOW server_version');
+    my $has_uuidv7 =
+      $node->safe_psql('postgres', q(SELECT current_setting('server_version_num')::int)) >= 180000;
+    # Name, label, column, and the expression of the id's time, for the keys that hold one.
+    my @keys = (
+        [ 'snowflake', '`bigint DEFAULT snowflake_nextval()`',
+          'id bigint PRIMARY KEY DEFAULT snowflake_nextval()', 'snowflake_timestamp(id)' ],
+        [ 'bigserial', '`bigserial`', 'id bigserial PRIMARY KEY', undef ],
+        $has_uuidv7 ? [ 'uuidv7', '`uuid DEFAULT uuidv7()`', 'id uuid PRIMARY KEY DEFAULT uuidv7()',
+          'uuid_extract_timestamp(id)' ] : (),
+        [ 'random_uuid', '`uuid DEFAULT gen_random_uuid()`',
+          'id uuid PRIMARY KEY DEFAULT gen_random_uuid()', undef ],
+    );
+    my @timed_keys = grep { defined $_->[3] } @keys;
+    my $session = open_session($node);
+    my $bulk = sub { "INSERT INTO keyed_$_[0] (payload) SELECT 'x' FROM generate_series(1, $_[1])" };
+    # One untimed insert into each first, so that no timed run pays for a cold start.
+    $session->query_safe("CREATE TABLE keyed_$_->[0] ($_->[2], payload text NOT NULL)")
+      for @keys;
+    $session->query_safe($bulk->($_->[0], min($rows, 100_000))) for @keys;
+    my (%ms, %index_mb, %table_mb);
+    for my $run (1 .. $repetitions) {
+        for my $key (@keys) {
+            my ($name, undef, $column) = @$key;
+            # An empty table each time, and no dirty buffers of the last one to write meanwhile.
+            $session->query_safe("DROP TABLE IF EXISTS keyed_$name");
+            $session->query_safe("CREATE TABLE keyed_$name ($column, payload text NOT NULL)");
+            $session->query_safe('CHECKPOINT');
+            push @{ $ms{bulk}{$name} }, timed_ms($session, $bulk->($name, $rows));
+            my ($sizes) = timed($session,
+                "SELECT pg_relation_size('keyed_${name}_pkey'), pg_table_size('keyed_$name')");
+            my ($index_bytes, $table_bytes) = split /\|/, $sizes->[0];
+            push @{ $index_mb{$name} }, $index_bytes / 1048576;
+            push @{ $table_mb{$name} }, $table_bytes / 1048576;
+        }
+    }
+
+    # The time range: from the time of each table's $window-th newest id on, by the id alone.
+    $session->query_safe('VACUUM ANALYZE ' . join(', ', map { "keyed_$_->[0]" } @keys));
+    my %range;
+    for my $key (@timed_keys) {
+        my ($name, undef, undef, $time) = @$key;
+        my $offset = $window - 1;
+        my ($from) = @{ (timed($session,
+            "SELECT $time FROM keyed_$name ORDER BY id DESC OFFSET $offset LIMIT 1"))[0] };
+        my $sql = "SELECT count(*), sum(length(payload)) FROM keyed_$name WHERE $time >= '$from'";
+        my ($count) = split /\|/, (timed($session, $sql))[0][0];    # untimed, as the first pass
+        $range{$name} = { sql => $sql, rows => $count,
+            plan => (timed($session, "EXPLAIN (COSTS OFF) $sql"))[0] };
+    }
+    for my $run (1 .. $repetitions) {
+        push @{ $ms{range}{ $_->[0] } }, timed_ms($session, $range{ $_->[0] }{sql}) for @timed_keys;
+    }
+    $session->quit;
+
+    my %tps;
+    for my $clients (1, 8) {
+        for my $run (1 .. $repetitions) {
+            for my $name (map { $_->[0] } @keys) {
+                push @{ $tps{$clients}{$name} }, pgbench_tps($node, '-c', $clients, '-j',
+                    min($clients, 2), '-T', $seconds, '-f',
+                    script('keyed_insert', "INSERT INTO keyed_$name (payload) VALUES ('x')"));
+            }
+        }
+    }
+    $node->safe_psql('postgres', 'DROP TABLE ' . join(', ', map { "keyed_$_->[0]" } @keys));
+
+    say_out("## 13. Snowflake ids against uuidv7() and the other keys\n\n");
+    say_out("Case 13 needs PostgreSQL 18 for `uuidv7()` and `uuid_extract_timestamp()`; this ",
+        "server is $version, so the `uuidv7()` key is left out.\n\n") unless $has_uuidv7;
+    say_out("One table per key, `(id <key> PRIMARY KEY, payload text NOT NULL)`, on one server. ",
+        "Bulk insert: `INSERT INTO t (payload) SELECT 'x' FROM generate_series(1, $rows)` into ",
+        "an empty table (made anew, after a `CHECKPOINT`); the sizes are those right after it ",
+        "(`pg_relation_size` of the primary key, `pg_table_size` of the table). Single-row ",
+        "inserts: pgbench, `INSERT INTO t (payload) VALUES ('x')`, $seconds s per run, into the ",
+        "loaded tables. $repetitions runs of each, interleaved; medians.\n\n");
+    my $snowflake_bulk = median(@{ $ms{bulk}{snowflake} });
+    table([ 'key', 'bulk insert ms', 'rows/s', 'ms / snowflake ms', 'single-row tps, 1 client',
+            'single-row tps, 8 clients', 'primary key MB', 'table MB' ], map {
+        my ($name, $label) = @$_;
+        my $bulk_ms = median(@{ $ms{bulk}{$name} });
+        [ $label, fmt('%.0f', $bulk_ms), fmt('%.0f', $rows / $bulk_ms * 1000),
+          fmt('%.2f', $bulk_ms / $snowflake_bulk), fmt('%.0f', median(@{ $tps{1}{$name} })),
+          fmt('%.0f', median(@{ $tps{8}{$name} })), fmt('%.1f', median(@{ $index_mb{$name} })),
+          fmt('%.1f', median(@{ $table_mb{$name} })) ]
+    } @keys);
+    say_out("A time range by the id alone, after `VACUUM ANALYZE` of the loaded tables: the rows ",
+        "from the time of the ${window}th newest id on (the newest hundredth, as the last minute ",
+        "is of a table that holds 100 minutes), `SELECT count(*), sum(length(payload))`. The ",
+        "planner hook turns `snowflake_timestamp(id) >= t` into a range of the primary key",
+        $has_uuidv7 ? '; nothing indexes `uuid_extract_timestamp(id)`' : '',
+        ". `bigserial` and `gen_random_uuid()` carry no time.\n\n");
+    table([ 'key', 'predicate', 'rows', 'median ms', 'plan' ], map {
+        my ($name, $label, undef, $time) = @$_;
+        defined $time
+          ? [ $label, "`$time >= t`", $range{$name}{rows},
+              fmt('%.2f', median(@{ $ms{range}{$name} })), scan_kind($range{$name}{plan}) ]
+          : [ $label, '—', '—', '—', 'no time in the key' ]
+    } @keys);
+    say_out("Plan for $_->[1]:\n\n```\n", map({ "$_\n" } @{ $range{ $_->[0] }{plan} }), "```\n\n")
+      for @timed_keys;
+}
+
 # Runs the selected cases on one preloaded server (cases 7 and 9 start more).
 sub run_cases {
 my $started = time;
@@ -1039,7 +1164,8 @@ my ($server_version) = run_command([ 'postgres', '--version' ]);
 say_out("# snowflake benchmarks\n\n",
     "Machine: $machine, $cores cores, Debian $debian, $server_version.\n\n");
 my @cases = (\&bulk_generation, \&concurrency, \&inserts, \&decoding, \&time_range, \&core,
-    \&servers, \&conversion, \&hook_cost, \&type_cost, \&partition_maintenance, \&floor_read);
+    \&servers, \&conversion, \&hook_cost, \&type_cost, \&partition_maintenance, \&floor_read,
+    \&uuid_keys);
 for my $number (1 .. @cases) {
     $cases[ $number - 1 ]->($node) if $selected{$number};
 }
