@@ -12,6 +12,8 @@ namespace {
 constexpr char kVersion1Header[] = "snowflake mark v1\n";
 constexpr char kVersion2Header[] = "snowflake mark v2\n";
 constexpr char kSystemKey[] = "system_identifier=";
+constexpr char kDatacenterKey[] = "datacenter_id=";
+constexpr char kMachineKey[] = "machine_id=";
 constexpr char kMarkKey[] = "mark_unix_ms=";
 constexpr char kChecksumKey[] = "crc32c=";
 constexpr size_t kChecksumDigits = 8;
@@ -52,20 +54,31 @@ size_t parse_line(const char *bytes, size_t begin, size_t end, const char *key, 
 }
 
 // Reads the lines before the checksum of either version; returns where they end, or 0.
-size_t parse_body(const char *bytes, size_t size, int64_t *mark,
-                  uint64_t *system_identifier) noexcept {
+size_t parse_body(const char *bytes, size_t size, int64_t *mark, uint64_t *system_identifier,
+                  int64_t *node_bits) noexcept {
     const size_t header_size = sizeof(kVersion2Header) - 1;
     if (size < header_size) {
         return 0;
     }
     size_t line_end = header_size;
     *system_identifier = 0;
+    *node_bits = -1;
     if (std::memcmp(bytes, kVersion2Header, header_size) == 0) {
+        uint64_t datacenter = 0;
+        uint64_t machine = 0;
         line_end = parse_line(bytes, line_end, size, kSystemKey, UINT64_MAX, system_identifier);
-        // Version 2 always names its cluster.
+        line_end = line_end == 0 ? 0
+                                 : parse_line(bytes, line_end, size, kDatacenterKey,
+                                              kMaxDatacenterId, &datacenter);
+        line_end = line_end == 0
+                       ? 0
+                       : parse_line(bytes, line_end, size, kMachineKey, kMaxMachineId, &machine);
+        // Version 2 always names its cluster and its pair.
         if (line_end == 0 || *system_identifier == 0) {
             return 0;
         }
+        *node_bits =
+            static_cast<int64_t>(datacenter << kDatacenterShift | machine << kMachineShift);
     } else if (std::memcmp(bytes, kVersion1Header, header_size) != 0) {
         return 0;
     }
@@ -88,12 +101,15 @@ uint32_t crc32c(const char *bytes, size_t size) noexcept {
     return ~crc;
 }
 
-MarkFileText format_mark_file(int64_t mark_unix_ms, uint64_t system_identifier) noexcept {
+MarkFileText format_mark_file(int64_t mark_unix_ms, uint64_t system_identifier,
+                              int64_t node_bits) noexcept {
     MarkFileText text{};
-    const int body = std::snprintf(text.bytes, sizeof(text.bytes), "%s%s%llu\n%s%lld\n",
-                                   kVersion2Header, kSystemKey,
-                                   static_cast<unsigned long long>(system_identifier), kMarkKey,
-                                   static_cast<long long>(mark_unix_ms));
+    const int body = std::snprintf(
+        text.bytes, sizeof(text.bytes), "%s%s%llu\n%s%lld\n%s%lld\n%s%lld\n", kVersion2Header,
+        kSystemKey, static_cast<unsigned long long>(system_identifier), kDatacenterKey,
+        static_cast<long long>(node_bits >> kDatacenterShift & kMaxDatacenterId), kMachineKey,
+        static_cast<long long>(node_bits >> kMachineShift & kMaxMachineId), kMarkKey,
+        static_cast<long long>(mark_unix_ms));
     const int trailer = std::snprintf(text.bytes + body, sizeof(text.bytes) - body, "%s%08x\n",
                                       kChecksumKey, crc32c(text.bytes, body));
     text.size = static_cast<size_t>(body + trailer);
@@ -101,10 +117,11 @@ MarkFileText format_mark_file(int64_t mark_unix_ms, uint64_t system_identifier) 
 }
 
 MarkFileResult parse_mark_file(const char *bytes, size_t size) noexcept {
-    const MarkFileResult malformed{MarkFileStatus::kMalformed, 0, 0};
+    const MarkFileResult malformed{MarkFileStatus::kMalformed, 0, 0, -1};
     int64_t mark = 0;
     uint64_t system_identifier = 0;
-    const size_t body_size = parse_body(bytes, size, &mark, &system_identifier);
+    int64_t node_bits = -1;
+    const size_t body_size = parse_body(bytes, size, &mark, &system_identifier, &node_bits);
     const size_t key_size = sizeof(kChecksumKey) - 1;
     if (body_size == 0 || size != body_size + key_size + kChecksumDigits + 1 ||
         std::memcmp(bytes + body_size, kChecksumKey, key_size) != 0 || bytes[size - 1] != '\n') {
@@ -120,13 +137,13 @@ MarkFileResult parse_mark_file(const char *bytes, size_t size) noexcept {
         stored = stored << 4 | static_cast<uint32_t>(digit ? c - '0' : c - 'a' + 10);
     }
     if (stored != crc32c(bytes, body_size)) {
-        return {MarkFileStatus::kChecksumMismatch, 0, 0};
+        return {MarkFileStatus::kChecksumMismatch, 0, 0, -1};
     }
     // Every mark written is a timestamp of the layout; anything else would wrap the generator.
     if (mark < kEpochUnixMs || mark > kMaxUnixMs) {
-        return {MarkFileStatus::kOutOfRange, 0, 0};
+        return {MarkFileStatus::kOutOfRange, 0, 0, -1};
     }
-    return {MarkFileStatus::kOk, mark, system_identifier};
+    return {MarkFileStatus::kOk, mark, system_identifier, node_bits};
 }
 
 }  // namespace snowflake

@@ -1,7 +1,8 @@
 // The file format of the durable mark: short lines an operator can read, the last a CRC-32C of
 // the others, so that a torn or damaged file is detected instead of trusted. Version 2 (1.10)
-// names the cluster that wrote it by its system identifier, so that a mark copied from another
-// cluster is told from one of this data directory's own history; version 1 files are still read.
+// names the cluster that wrote it by its system identifier, and the node pair of the ids it
+// covers, so that a mark copied from another cluster, or one of another pair, is told from one
+// that speaks for this data directory's ids; version 1 files are still read.
 #pragma once
 
 #include <cstddef>
@@ -10,7 +11,7 @@
 
 namespace snowflake {
 
-inline constexpr size_t kMarkFileMaxSize = 128;
+inline constexpr size_t kMarkFileMaxSize = 160;
 
 struct MarkFileText {
     char bytes[kMarkFileMaxSize];
@@ -30,13 +31,18 @@ struct MarkFileResult {
     // The system identifier of the cluster that wrote it, or 0 in a version 1 file, which
     // names none.
     uint64_t system_identifier;
+    // The node fields (core/generator.hpp, Node::bits) of the ids it covers, or -1 in a version 1
+    // file.
+    int64_t node_bits;
 };
 
 // The CRC-32C (Castagnoli) that guards the file's contents.
 uint32_t crc32c(const char *bytes, size_t size) noexcept;
 
-// The exact bytes written for a mark by the cluster of a system identifier (never 0).
-MarkFileText format_mark_file(int64_t mark_unix_ms, uint64_t system_identifier) noexcept;
+// The exact bytes written for a mark by the cluster of a system identifier (never 0), for the
+// ids of a node pair.
+MarkFileText format_mark_file(int64_t mark_unix_ms, uint64_t system_identifier,
+                              int64_t node_bits) noexcept;
 
 // Accepts only what format_mark_file writes, byte for byte, for a mark within the layout's range,
 // and the version 1 files that releases before 1.10 wrote.

@@ -111,9 +111,10 @@ void request_shared_memory() {
 // scribbled on is not trusted.
 void save_final_mark(int code, Datum) {
     SnowflakeShared *shared = snowflake_shared;
-    // When the floor holds generation, it also arms itself again for the next start.
-    if (code == 0 && shared != nullptr && snowflake_final_mark_due(shared) &&
-        !snowflake_keys_floor_holds_generation(shared)) {
+    // When the floor holds generation, it also arms itself again for the next start: asked
+    // first, so that it does so whether or not an id was issued.
+    if (code == 0 && shared != nullptr && !snowflake_keys_floor_holds_generation(shared) &&
+        snowflake_final_mark_due(shared)) {
         snowflake_write_final_mark(shared);
     }
 }

@@ -67,6 +67,10 @@ struct KeysFloorState {
     std::atomic<int64_t> beyond_hold{-1};
     std::atomic<int64_t> beyond_hold_node_bits{0};
     std::atomic<bool> hold_dropped{false};
+    // The millisecond through which the floor raised the generator, until a mark at or past it
+    // is in the file, or 0: snowflake_keys_unchecked stays until then, so that a restart or a
+    // crash before the first id reads the keys again instead of trusting a mark below them.
+    std::atomic<int64_t> unchecked_until_ms{0};
     // The node bits of the read under way or last done (-2 if a node id was unset then), the pair
     // a call asked the next read for (-1: the one set), and one bit per node pair read since the
     // start: a call with a pair not read asks for a read of its own.
@@ -114,6 +118,10 @@ struct SnowflakeShared {
     // durable_mark_ms once the synchronous standbys, if any, have flushed that record too.
     std::atomic<int64_t> logged_mark_ms{0};
     std::atomic<uint64_t> logged_mark_lsn{0};
+    // The node fields of the ids the mark file speaks for (the pair of the ids whose extension
+    // wrote it), or -1 while it speaks for none: a first id with another pair waits for a read of
+    // that pair's stored keys (keys_floor.cpp).
+    std::atomic<int64_t> mark_node_bits{-1};
     // The file that marked this start as one from a backup (restored_copy.cpp), or empty, and
     // the node ids then: a warning lasts until they change.
     char started_by[16] = {};

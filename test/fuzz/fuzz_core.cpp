@@ -10,6 +10,7 @@
 #include "core/fleet.hpp"
 #include "core/generator.hpp"
 #include "core/layout.hpp"
+#include "core/key_floor.hpp"
 #include "core/mark_file.hpp"
 
 namespace {
@@ -111,16 +112,19 @@ void check_mark_file(Input &input) {
     const MarkFileResult parsed = parse_mark_file(bytes, size);
     // A version 2 file reads back byte for byte; a version 1 file names no cluster.
     if (parsed.status == MarkFileStatus::kOk && parsed.system_identifier != 0) {
-        const MarkFileText text = format_mark_file(parsed.mark_unix_ms, parsed.system_identifier);
+        const MarkFileText text =
+            format_mark_file(parsed.mark_unix_ms, parsed.system_identifier, parsed.node_bits);
         require(text.size == size && std::memcmp(text.bytes, bytes, size) == 0);
     }
     const int64_t mark = input.take<int64_t>() & INT64_MAX;
     const uint64_t system_identifier = input.take<uint64_t>() | 1;
-    const MarkFileText text = format_mark_file(mark, system_identifier);
+    const int64_t node_bits = input.take<int64_t>() & kNodeFieldsMask;
+    const MarkFileText text = format_mark_file(mark, system_identifier, node_bits);
     const MarkFileResult round_trip = parse_mark_file(text.bytes, text.size);
     if (mark >= kEpochUnixMs && mark <= kMaxUnixMs) {
         require(round_trip.status == MarkFileStatus::kOk && round_trip.mark_unix_ms == mark &&
-                round_trip.system_identifier == system_identifier);
+                round_trip.system_identifier == system_identifier &&
+                round_trip.node_bits == node_bits);
     } else {
         require(round_trip.status == MarkFileStatus::kOutOfRange);
     }

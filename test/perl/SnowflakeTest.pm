@@ -75,12 +75,14 @@ sub crc32c {
 }
 
 # A mark file with a valid checksum around any mark, as the server writes it for the cluster of a
-# system identifier, or as releases before 1.10 wrote it with 'v1' in its place.
+# system identifier and the ids of a node pair, or as releases before 1.10 wrote it with 'v1' in
+# its place.
 sub mark_file_text {
-    my ($mark, $writer) = @_;
+    my ($mark, $writer, $datacenter, $machine) = @_;
     my $body = $writer eq 'v1'
       ? "snowflake mark v1\nmark_unix_ms=$mark\n"
-      : "snowflake mark v2\nsystem_identifier=$writer\nmark_unix_ms=$mark\n";
+      : "snowflake mark v2\nsystem_identifier=$writer\ndatacenter_id=$datacenter\n"
+      . "machine_id=$machine\nmark_unix_ms=$mark\n";
     return $body . sprintf("crc32c=%08x\n", crc32c($body));
 }
 

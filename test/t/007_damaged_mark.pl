@@ -8,6 +8,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(usleep);
 use SnowflakeTest;
 
 my $node = snowflake_node('damaged', datacenter_id => 11, machine_id => 12);
@@ -21,8 +22,8 @@ my $mark_file = $node->data_dir . '/snowflake_mark';
 my $system = $node->safe_psql('postgres', 'SELECT system_identifier FROM pg_control_system()');
 $node->stop;
 like(slurp_file($mark_file),
-    qr/\Asnowflake mark v2\nsystem_identifier=$system\nmark_unix_ms=\d+\ncrc32c=[0-9a-f]{8}\n\z/,
-    "a clean stop leaves a mark file in the documented format, naming the cluster's system identifier");
+    qr/\Asnowflake mark v2\nsystem_identifier=$system\ndatacenter_id=11\nmachine_id=12\nmark_unix_ms=\d+\ncrc32c=[0-9a-f]{8}\n\z/,
+    "a clean stop leaves a mark file in the documented format, naming the cluster's system identifier and the node pair");
 
 # Refuses, naming the file and the way out, and issues nothing. The way out is to remove the file
 # unless a hint pattern says otherwise.
@@ -40,7 +41,7 @@ sub refuses_with {
 # this cluster unless another system identifier is given, or version 1 with 'v1'.
 sub mark_file_with_checksum {
     my ($mark, $writer) = @_;
-    return mark_file_text($mark, $writer // $system);
+    return mark_file_text($mark, $writer // $system, 11, 12);
 }
 
 # One digit of the mark changed: the checksum no longer matches.
@@ -150,5 +151,38 @@ cmp_ok($node->safe_psql('postgres', "SELECT snowflake_unix_ms($first)"), '>', $l
     'a version 1 file is read');
 ok(!$node->log_contains(qr/stored keys of \d+ databases were read/, $offset),
     'and stands for this cluster, without a read of the keys');
+
+# The mark speaks for the ids of the pair that wrote it. With another pair set, by a reload or
+# before a restart, the stored keys of that pair are read before its first id: a key of that pair
+# a few seconds ahead holds the first id back until the clock passes it.
+sub first_id_of_pair {
+    my ($key, $what) = @_;
+    my $id;
+    for (1 .. 600) {
+        $id = eval { $node->safe_psql('postgres', 'SELECT snowflake_nextval()') };
+        last if defined $id;
+        usleep(100_000);
+    }
+    cmp_ok($id, '>', $key, "$what: the first id of the pair is above its stored key");
+    ok($node->log_contains(qr/the stored keys of \d+ databases were read/, $offset),
+        "$what: after a read of the keys");
+}
+my $key = $node->safe_psql('postgres', q(
+INSERT INTO issued VALUES (snowflake_encode(now() + interval '2 seconds', 11, 13, 0))
+RETURNING id));
+$offset = -s $node->logfile;
+$node->adjust_conf('postgresql.conf', 'snowflake.machine_id', '13');
+$node->reload;
+$node->poll_query_until('postgres', q(SELECT current_setting('snowflake.machine_id') = '13'))
+  or die 'the reload did not set snowflake.machine_id';
+first_id_of_pair($key, 'another pair by a reload');
+$key = $node->safe_psql('postgres', q(
+INSERT INTO issued VALUES (snowflake_encode(now() + interval '2 seconds', 11, 14, 0))
+RETURNING id));
+$node->stop;
+$node->adjust_conf('postgresql.conf', 'snowflake.machine_id', '14');
+$offset = -s $node->logfile;
+$node->start;
+first_id_of_pair($key, 'another pair by a restart');
 $node->stop;
 done_testing();

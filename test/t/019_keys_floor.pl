@@ -246,6 +246,34 @@ sub read_keys_now {
       or die 'the reload did not set snowflake.datacenter_id';
 }
 
+# Restarts to read the keys while alice holds $table locked, waits until the read waits for it,
+# then has her run $move (ending with COMMIT) in the same transaction; returns the error of the
+# first call after the read has ended.
+sub error_after_move_during_read {
+    my ($table, $move, $what) = @_;
+    set_and_reload($node, 'snowflake.key_floor_max_lead', '1min');
+    restart_unread();
+    my $mover = $node->background_psql('postgres');
+    $mover->query_safe(qq(SET ROLE alice; BEGIN; LOCK TABLE $table IN ACCESS EXCLUSIVE MODE));
+    read_keys_now();
+    my $waiting_call = start_statement($node, 'postgres',
+        "SET statement_timeout = '5s'; SELECT snowflake_nextval()");
+    ok($node->poll_query_until('postgres', q(
+SELECT count(*) > 0 FROM pg_stat_activity
+WHERE backend_type = 'snowflake keys reader' AND datname = 'postgres'
+  AND wait_event_type = 'Extension')), $what);
+    $mover->query_safe($move);
+    $mover->quit;
+    eval { finish_statement($waiting_call) };
+    my $error;
+    for (1 .. 100) {
+        $error = error_of($node, 'SELECT snowflake_nextval()');
+        last if $error !~ /the read failed|57014/;
+        sleep 1;
+    }
+    return $error;
+}
+
 # The scans of the indexes on the snowflake columns, which the first read after the start
 # walks rather than reading their tables whole.
 sub typed_index_scans {
@@ -401,27 +429,9 @@ CREATE TABLE "Odd Schema".moved_2 PARTITION OF "Odd Schema".moved FOR VALUES IN 
 my $moved_key = $node->safe_psql('postgres', q(SET ROLE alice;
 INSERT INTO "Odd Schema".moved VALUES (snowflake_encode(now() + interval '2 days', 3, 4, 0), 2)
 RETURNING id));
-set_and_reload($node, 'snowflake.key_floor_max_lead', '1min');
-restart_unread();
-my $mover = $node->background_psql('postgres');
-$mover->query_safe(q(SET ROLE alice; BEGIN;
-LOCK TABLE "Odd Schema".moved_2 IN ACCESS EXCLUSIVE MODE));
-read_keys_now();
-my $waiting_call = start_statement($node, 'postgres',
-    "SET statement_timeout = '5s'; SELECT snowflake_nextval()");
-ok($node->poll_query_until('postgres', q(
-SELECT count(*) > 0 FROM pg_stat_activity
-WHERE backend_type = 'snowflake keys reader' AND datname = 'postgres'
-  AND wait_event_type = 'Extension')), 'the read waits for the second partition');
-$mover->query_safe(qq(UPDATE "Odd Schema".moved SET part = 1 WHERE id = $moved_key; COMMIT));
-$mover->quit;
-eval { finish_statement($waiting_call) };
-my $moved_error;
-for (1 .. 100) {
-    $moved_error = error_of($node, 'SELECT snowflake_nextval()');
-    last if $moved_error !~ /the read failed|57014/;
-    sleep 1;
-}
+my $moved_error = error_after_move_during_read('"Odd Schema".moved_2',
+    qq(UPDATE "Odd Schema".moved SET part = 1 WHERE id = $moved_key; COMMIT),
+    'the read waits for the second partition');
 like($moved_error,
     qr/DETAIL:  .*the highest is key $moved_key of column id of table "Odd Schema"\.moved_[12] \(owner alice\)/,
     'the key moved between the partitions during the read stops generation');
@@ -432,30 +442,32 @@ $node->safe_psql('postgres', qq(DELETE FROM "Odd Schema".moved WHERE id = $moved
 $node->safe_psql('postgres', q(SET ROLE alice;
 INSERT INTO "Odd Schema".moved VALUES (snowflake_encode(now() + interval '2 days', 3, 4, 1), 2)));
 $moved_key = $node->safe_psql('postgres', q(SELECT max(id) FROM "Odd Schema".moved));
-restart_unread();
-$mover = $node->background_psql('postgres');
-$mover->query_safe(q(SET ROLE alice; BEGIN;
-LOCK TABLE "Odd Schema".moved_2 IN ACCESS EXCLUSIVE MODE));
-read_keys_now();
-$waiting_call = start_statement($node, 'postgres',
-    "SET statement_timeout = '5s'; SELECT snowflake_nextval()");
-ok($node->poll_query_until('postgres', q(
-SELECT count(*) > 0 FROM pg_stat_activity
-WHERE backend_type = 'snowflake keys reader' AND datname = 'postgres'
-  AND wait_event_type = 'Extension')), 'the read waits for the second partition again');
-$mover->query_safe(q(INSERT INTO "Odd Schema".moved SELECT id, 1 FROM "Odd Schema".moved_2;
-TRUNCATE "Odd Schema".moved_2; COMMIT));
-$mover->quit;
-eval { finish_statement($waiting_call) };
-for (1 .. 100) {
-    $moved_error = error_of($node, 'SELECT snowflake_nextval()');
-    last if $moved_error !~ /the read failed|57014/;
-    sleep 1;
-}
+$moved_error = error_after_move_during_read('"Odd Schema".moved_2',
+    q(INSERT INTO "Odd Schema".moved SELECT id, 1 FROM "Odd Schema".moved_2;
+TRUNCATE "Odd Schema".moved_2; COMMIT),
+    'the read waits for the second partition again');
 like($moved_error,
     qr/DETAIL:  .*the highest is key $moved_key of column id of table "Odd Schema"\.moved_1 \(owner alice\)/,
     'the key copied out of a partition truncated during the read stops generation');
 $node->safe_psql('postgres', qq(DELETE FROM "Odd Schema".moved WHERE id = $moved_key));
+restart(0);
+
+# The same move by a copy into a new column and a drop of the old one, which rewrites nothing: the
+# read begins again once it finds the listed column dropped.
+$node->safe_psql('postgres', q(SET ROLE alice;
+CREATE TABLE "Odd Schema".renamed_column (old_id bigint PRIMARY KEY);
+INSERT INTO "Odd Schema".renamed_column
+    VALUES (snowflake_encode(now() + interval '2 days', 3, 4, 2))));
+$moved_key = $node->safe_psql('postgres', q(SELECT old_id FROM "Odd Schema".renamed_column));
+$moved_error = error_after_move_during_read('"Odd Schema".renamed_column',
+    q(ALTER TABLE "Odd Schema".renamed_column ADD COLUMN new_id bigint UNIQUE;
+UPDATE "Odd Schema".renamed_column SET new_id = old_id;
+ALTER TABLE "Odd Schema".renamed_column DROP COLUMN old_id; COMMIT),
+    'the read waits for the table whose column moves');
+like($moved_error,
+    qr/DETAIL:  .*the highest is key $moved_key of column new_id of table "Odd Schema"\.renamed_column \(owner alice\)/,
+    'the key copied out of a column dropped during the read stops generation');
+$node->safe_psql('postgres', q(DROP TABLE "Odd Schema".renamed_column));
 restart(0);
 
 # A key of a transaction still in progress counts: it may yet be committed.
@@ -783,7 +795,7 @@ for (1 .. 100) {
     last if $churning =~ /the read failed/;
 }
 like($churning,
-    qr/DETAIL:  reading database "churn": 9 tables were truncated, rewritten or dropped while the keys of this database were read: (public\.churned_\d \(owner alice\)(, )?){9}/,
+    qr/DETAIL:  reading database "churn": 9 tables were truncated, rewritten or dropped, or lost a column, while the keys of this database were read: (public\.churned_\d \(owner alice\)(, )?){9}/,
     'nine tables changed under the read fail it, named with their owner');
 $churn->kill_kill;
 $churn->finish;

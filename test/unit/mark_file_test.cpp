@@ -15,9 +15,20 @@ namespace {
 // A system identifier as initdb draws them: the time of initdb in its high bits.
 constexpr uint64_t kSystemIdentifier = 7446212953184735771u;
 
-std::string text_of(int64_t mark, uint64_t system_identifier = kSystemIdentifier) {
-    const MarkFileText text = format_mark_file(mark, system_identifier);
+// The node fields of datacenter 7, machine 13.
+constexpr int64_t kNodeBits = int64_t{7} << kDatacenterShift | int64_t{13} << kMachineShift;
+
+std::string text_of(int64_t mark, uint64_t system_identifier = kSystemIdentifier,
+                    int64_t node_bits = kNodeBits) {
+    const MarkFileText text = format_mark_file(mark, system_identifier, node_bits);
     return std::string(text.bytes, text.size);
+}
+
+// A version 2 body with its checksum, as a writer with other ideas could leave it.
+std::string version_2_text_of(const std::string &body) {
+    char trailer[32];
+    std::snprintf(trailer, sizeof(trailer), "crc32c=%08x\n", crc32c(body.data(), body.size()));
+    return body + trailer;
 }
 
 // A file as releases before 1.10 wrote it, with its checksum.
@@ -42,24 +53,30 @@ TEST(MarkFileTest, Crc32cMatchesTheStandardCheckValue) {
 TEST(MarkFileTest, ExactBytes) {
     const std::string text = text_of(1764464000000);
     const std::string body =
-        "snowflake mark v2\nsystem_identifier=7446212953184735771\nmark_unix_ms=1764464000000\n";
+        "snowflake mark v2\nsystem_identifier=7446212953184735771\ndatacenter_id=7\n"
+        "machine_id=13\nmark_unix_ms=1764464000000\n";
     ASSERT_EQ(text.substr(0, body.size()), body);
     char trailer[32];
     std::snprintf(trailer, sizeof(trailer), "crc32c=%08x\n", crc32c(body.data(), body.size()));
     EXPECT_EQ(text.substr(body.size()), trailer);
 }
 
-// Whatever is written must read back as the same mark and cluster, including the extremes.
+// Whatever is written must read back as the same mark, cluster and pair, including the extremes.
 TEST(MarkFileTest, RoundTrip) {
+    const int64_t all_ones = int64_t{kMaxDatacenterId} << kDatacenterShift |
+                             int64_t{kMaxMachineId} << kMachineShift;
     for (const int64_t mark : {kEpochUnixMs, int64_t{1764464000000}, kMaxUnixMs}) {
         for (const uint64_t system : {uint64_t{1}, kSystemIdentifier, UINT64_MAX}) {
-            const MarkFileResult result = parse(text_of(mark, system));
-            EXPECT_EQ(result.status, MarkFileStatus::kOk) << mark;
-            EXPECT_EQ(result.mark_unix_ms, mark);
-            EXPECT_EQ(result.system_identifier, system);
+            for (const int64_t node : {int64_t{0}, kNodeBits, all_ones}) {
+                const MarkFileResult result = parse(text_of(mark, system, node));
+                EXPECT_EQ(result.status, MarkFileStatus::kOk) << mark;
+                EXPECT_EQ(result.mark_unix_ms, mark);
+                EXPECT_EQ(result.system_identifier, system);
+                EXPECT_EQ(result.node_bits, node);
+            }
         }
     }
-    EXPECT_LE(text_of(kMaxUnixMs, UINT64_MAX).size(), kMarkFileMaxSize);
+    EXPECT_LE(text_of(kMaxUnixMs, UINT64_MAX, all_ones).size(), kMarkFileMaxSize);
 }
 
 // A file of a release before 1.10 is read, and names no cluster: the start then cannot tell
@@ -69,19 +86,29 @@ TEST(MarkFileTest, Version1FilesAreRead) {
     EXPECT_EQ(result.status, MarkFileStatus::kOk);
     EXPECT_EQ(result.mark_unix_ms, 1764464000000);
     EXPECT_EQ(result.system_identifier, 0u);
+    EXPECT_EQ(result.node_bits, -1);
     EXPECT_EQ(parse(version_1_text_of("1")).status, MarkFileStatus::kOutOfRange);
 }
 
-// Version 2 always names its cluster: a system identifier of 0, or none, is damage.
-TEST(MarkFileTest, Version2NamesItsCluster) {
+// Version 2 always names its cluster and a pair of the layout: a system identifier of 0, a
+// missing line, or a node id out of range is damage.
+TEST(MarkFileTest, Version2NamesItsClusterAndPair) {
+    EXPECT_EQ(parse(version_2_text_of("snowflake mark v2\nsystem_identifier=1\ndatacenter_id=7\n"
+                                      "machine_id=13\nmark_unix_ms=1764464000000\n"))
+                  .status,
+              MarkFileStatus::kOk);
     for (const std::string &body :
-         {std::string("snowflake mark v2\nsystem_identifier=0\nmark_unix_ms=1764464000000\n"),
+         {std::string("snowflake mark v2\nsystem_identifier=0\ndatacenter_id=7\nmachine_id=13\n"
+                      "mark_unix_ms=1764464000000\n"),
           std::string("snowflake mark v2\nmark_unix_ms=1764464000000\n"),
+          std::string("snowflake mark v2\nsystem_identifier=1\nmark_unix_ms=1764464000000\n"),
           std::string("snowflake mark v2\nsystem_identifier=18446744073709551616\n"
+                      "datacenter_id=7\nmachine_id=13\nmark_unix_ms=1764464000000\n"),
+          std::string("snowflake mark v2\nsystem_identifier=1\ndatacenter_id=32\nmachine_id=13\n"
+                      "mark_unix_ms=1764464000000\n"),
+          std::string("snowflake mark v2\nsystem_identifier=1\ndatacenter_id=7\nmachine_id=32\n"
                       "mark_unix_ms=1764464000000\n")}) {
-        char trailer[32];
-        std::snprintf(trailer, sizeof(trailer), "crc32c=%08x\n", crc32c(body.data(), body.size()));
-        EXPECT_EQ(parse(body + trailer).status, MarkFileStatus::kMalformed) << body;
+        EXPECT_EQ(parse(version_2_text_of(body)).status, MarkFileStatus::kMalformed) << body;
     }
 }
 

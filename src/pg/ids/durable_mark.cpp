@@ -43,6 +43,8 @@ extern "C" {
 #include "core/mark_file.hpp"
 #include "pg/compat.hpp"
 #include "pg/ids/durable_mark.hpp"
+#include "pg/ids/keys_floor.hpp"
+#include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
 
 namespace {
@@ -68,9 +70,9 @@ void report_write_failure(int elevel, const char *step, const char *file_name) {
 // and the directory. The temporary file is created anew, so that whatever stood at its name (a
 // FIFO would block the open for ever) is replaced or reported. Returns false after reporting at
 // elevel, when elevel lets it return.
-bool write_mark_file(int64 mark_unix_ms, int elevel) {
+bool write_mark_file(int64 mark_unix_ms, int64 node_bits, int elevel) {
     const snowflake::MarkFileText text =
-        snowflake::format_mark_file(mark_unix_ms, GetSystemIdentifier());
+        snowflake::format_mark_file(mark_unix_ms, GetSystemIdentifier(), node_bits);
     if (unlink(kMarkTempFileName) != 0 && errno != ENOENT) {
         report_write_failure(elevel, "remove", kMarkTempFileName);
         return false;
@@ -138,15 +140,27 @@ void record_unreadable_mark_file(SnowflakeShared *shared, int file_errno) {
 constexpr RmgrId kSnowflakeRmgrId = RM_EXPERIMENTAL_ID;
 constexpr uint8 kXlogMark = 0x00;
 
+// The mark and, since 1.10, the node fields of the ids it covers; a record of an older primary
+// holds the mark alone (node_bits -1).
 struct MarkRecord {
     int64 mark_unix_ms;
+    int64 node_bits;
 };
 
+// The pair a mark without one speaks for (a version 1 file, a record of an older primary): the one
+// this server is set to, whose standby inherits its primary's; -1 while none is set.
+int64 configured_node_bits() {
+    const snowflake::NodeResult configured =
+        snowflake::make_node(snowflake_datacenter_id_setting, snowflake_machine_id_setting);
+    return configured.status == snowflake::CodecStatus::kOk ? configured.node.bits : -1;
+}
+
 // The record may not be aligned in the WAL buffer, so it is copied out.
-int64 record_mark(XLogReaderState *record) {
-    MarkRecord mark_record;
-    memcpy(&mark_record, XLogRecGetData(record), sizeof(mark_record));
-    return mark_record.mark_unix_ms;
+MarkRecord record_mark(XLogReaderState *record) {
+    MarkRecord mark_record{0, -1};
+    memcpy(&mark_record, XLogRecGetData(record),
+           Min(XLogRecGetDataLen(record), sizeof(mark_record)));
+    return mark_record;
 }
 
 // Replay keeps a standby's generator above every mark of its primary, so that after promotion
@@ -157,21 +171,29 @@ void redo_mark(XLogReaderState *record) {
         elog(PANIC, "snowflake_redo: unknown op code %u", info);
     }
     SnowflakeShared *shared = snowflake_shared;
-    const int64 mark = record_mark(record);
+    const MarkRecord mark_record = record_mark(record);
+    const int64 mark = mark_record.mark_unix_ms;
     if (shared == nullptr || mark <= shared->durable_mark_ms.load(std::memory_order_relaxed)) {
         return;
     }
+    const int64 node_bits =
+        mark_record.node_bits >= 0 ? mark_record.node_bits : configured_node_bits();
     // The file comes first: if it cannot be written, the startup process stops (an ERROR is FATAL
-    // there) rather than replay on with a mark that a restart of this standby would forget.
-    if (shared->mark_file_state == MarkFileState::kUsable) {
-        write_mark_file(mark, ERROR);
+    // there) rather than replay on with a mark that a restart of this standby would forget. A
+    // record of an older primary on a standby with no pair set names no pair to write.
+    if (shared->mark_file_state == MarkFileState::kUsable && node_bits >= 0) {
+        write_mark_file(mark, node_bits, ERROR);
     }
+    shared->mark_node_bits.store(node_bits);
     adopt_mark(shared, mark);
 }
 
 // What pg_waldump and replay errors show for a record.
 void describe_mark(StringInfo buf, XLogReaderState *record) {
-    appendStringInfo(buf, "mark_unix_ms %lld", static_cast<long long>(record_mark(record)));
+    const MarkRecord mark_record = record_mark(record);
+    appendStringInfo(buf, "mark_unix_ms %lld node_bits %lld",
+                     static_cast<long long>(mark_record.mark_unix_ms),
+                     static_cast<long long>(mark_record.node_bits));
 }
 
 // The record type's name for pg_waldump's statistics.
@@ -186,8 +208,8 @@ RmgrData snowflake_rmgr = {
 // Logged and flushed before the mark is used: walsenders ship only flushed WAL, so a record left
 // in the WAL buffers (while one long statement generates and nothing commits) would never reach a
 // standby, which after a failover would reissue the ids under it. Returns the record's end.
-XLogRecPtr log_mark(int64 mark_unix_ms) {
-    MarkRecord mark_record{mark_unix_ms};
+XLogRecPtr log_mark(int64 mark_unix_ms, int64 node_bits) {
+    MarkRecord mark_record{mark_unix_ms, node_bits};
     XLogBeginInsert();
     XLogRegisterData(reinterpret_cast<char *>(&mark_record), sizeof(mark_record));
     const XLogRecPtr end = XLogInsert(kSnowflakeRmgrId, kXlogMark);
@@ -286,8 +308,11 @@ bool snowflake_final_mark_due(const SnowflakeShared *shared) {
            snowflake_total_issued_ids(shared) > 0;
 }
 
-void snowflake_write_final_mark(const SnowflakeShared *shared) {
-    write_mark_file(snowflake::last_issued(shared->generator).unix_ms, LOG);
+void snowflake_write_final_mark(SnowflakeShared *shared) {
+    const int64 last_ms = snowflake::last_issued(shared->generator).unix_ms;
+    if (write_mark_file(last_ms, shared->mark_node_bits.load(), LOG)) {
+        snowflake_note_mark_written(shared, last_ms);
+    }
 }
 
 MarkRestore snowflake_restore_durable_mark(SnowflakeShared *shared) {
@@ -331,6 +356,7 @@ MarkRestore snowflake_restore_durable_mark(SnowflakeShared *shared) {
         return MarkRestore::kRefused;
     }
     adopt_mark(shared, parsed.mark_unix_ms);
+    shared->mark_node_bits.store(parsed.node_bits >= 0 ? parsed.node_bits : configured_node_bits());
     // A version 1 file names no cluster: as before 1.10, it is taken for this one's.
     const uint64 own_system = GetSystemIdentifier();
     if (parsed.system_identifier != 0 && parsed.system_identifier != own_system) {
@@ -393,7 +419,8 @@ void snowflake_require_usable_mark(const SnowflakeShared *shared) {
     }
 }
 
-void snowflake_extend_durable_mark(SnowflakeShared *shared, int64_t now_unix_ms, bool wait) {
+void snowflake_extend_durable_mark(SnowflakeShared *shared, int64_t now_unix_ms, int64_t node_bits,
+                                   bool wait) {
     if (snowflake::lease_needs_extension(now_unix_ms,
                                          shared->logged_mark_ms.load(std::memory_order_acquire))) {
         if (!LWLockConditionalAcquire(shared->mark_lock, LW_EXCLUSIVE)) {
@@ -411,9 +438,11 @@ void snowflake_extend_durable_mark(SnowflakeShared *shared, int64_t now_unix_ms,
             // redo point before the record, and no id under the new mark exists before both are
             // durable.
             const int64 extended = snowflake::extended_lease(now_unix_ms);
-            write_mark_file(extended, ERROR);
-            shared->logged_mark_lsn.store(log_mark(extended), std::memory_order_relaxed);
+            write_mark_file(extended, node_bits, ERROR);
+            shared->mark_node_bits.store(node_bits);
+            shared->logged_mark_lsn.store(log_mark(extended, node_bits), std::memory_order_relaxed);
             shared->logged_mark_ms.store(extended, std::memory_order_release);
+            snowflake_note_mark_written(shared, extended);
         }
         LWLockRelease(shared->mark_lock);
     }

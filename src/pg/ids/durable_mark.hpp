@@ -31,16 +31,18 @@ void snowflake_raise_generator_through(SnowflakeShared *shared, int64_t through_
 bool snowflake_final_mark_due(const SnowflakeShared *shared);
 
 // Writes the exact last timestamp in place of the lease.
-void snowflake_write_final_mark(const SnowflakeShared *shared);
+void snowflake_write_final_mark(SnowflakeShared *shared);
 
 // Refuses generation, naming the file and the way out, when the mark could not be restored.
 void snowflake_require_usable_mark(const SnowflakeShared *shared);
 
-// Moves the mark a lease past now: file, flushed WAL record, the synchronous standbys' flush,
-// then shared memory. With wait false it leaves the work to whoever already holds the lock and
-// does not wait for standbys; with wait true a cancel, statement_timeout or termination ends its
-// waits, for the lock as for the standbys, with an error.
-void snowflake_extend_durable_mark(SnowflakeShared *shared, int64_t now_unix_ms, bool wait);
+// Moves the mark a lease past now, for the ids of a node pair: file, flushed WAL record, the
+// synchronous standbys' flush, then shared memory. With wait false it leaves the work to whoever
+// already holds the lock and does not wait for standbys; with wait true a cancel,
+// statement_timeout or termination ends its waits, for the lock as for the standbys, with an
+// error.
+void snowflake_extend_durable_mark(SnowflakeShared *shared, int64_t now_unix_ms, int64_t node_bits,
+                                   bool wait);
 
 // Registers the WAL resource manager that carries marks to standbys.
 void snowflake_register_wal_resource_manager();

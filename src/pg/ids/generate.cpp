@@ -272,11 +272,11 @@ Datum snowflake_nextval(PG_FUNCTION_ARGS) {
             case snowflake::NextStatus::kIssued:
                 snowflake_count_issued_id(shared);
                 if (snowflake::lease_needs_extension(next.now_unix_ms, mark)) {
-                    snowflake_extend_durable_mark(shared, next.now_unix_ms, false);
+                    snowflake_extend_durable_mark(shared, next.now_unix_ms, node.bits, false);
                 }
                 PG_RETURN_INT64(next.id);
             case snowflake::NextStatus::kPastIssueLimit:
-                snowflake_extend_durable_mark(shared, next.now_unix_ms, true);
+                snowflake_extend_durable_mark(shared, next.now_unix_ms, node.bits, true);
                 break;
             case snowflake::NextStatus::kSequenceExhausted:
                 if (!counted_sequence_wait) {

@@ -90,6 +90,15 @@ void refuse_while_read_fails(KeysFloorState &floor) {
                      kRetryMs / 1000)));
 }
 
+// The generator was raised through a key's millisecond, which no mark in the file covers yet:
+// snowflake_keys_unchecked stays until one does (snowflake_note_mark_written()), so that a
+// restart or a crash before then reads the keys again rather than trust a mark below the key.
+void keep_unchecked_until(KeysFloorState &floor, int64 key_ms) {
+    int64 until = floor.unchecked_until_ms.load();
+    while (until < key_ms && !floor.unchecked_until_ms.compare_exchange_weak(until, key_ms)) {
+    }
+}
+
 // A key beyond the window that snowflake.key_floor_max_lead now reaches (a superuser raised it
 // and reloaded) holds generation back instead, as a key in the window does: the generator is
 // raised through it, and calls wait for the clock to pass it.
@@ -106,9 +115,7 @@ void take_beyond_key_into_window(SnowflakeShared *shared, int64 key) {
     SpinLockRelease(&floor.lock);
     floor.floor_ms.store(key_ms);
     snowflake_raise_generator_through(shared, key_ms);
-    // As at the end of a read that found no key beyond the window: a clean stop before the clock
-    // passes the key arms the floor again (snowflake_keys_floor_holds_generation()).
-    snowflake_forget_keys_unchecked();
+    keep_unchecked_until(floor, key_ms);
     ereport(LOG, (errmsg("snowflake: key %lld is within snowflake.key_floor_max_lead (%d ms) now: "
                          "it holds generation back until the clock passes it",
                          static_cast<long long>(key), snowflake_key_floor_max_lead_setting)));
@@ -130,7 +137,7 @@ void refuse_while_beyond_key_stops(SnowflakeShared *shared, snowflake::Node node
         snowflake_raise_generator_through(shared, key_ms);
         int64 held = key;
         if (floor.beyond_hold.compare_exchange_strong(held, -1)) {
-            snowflake_forget_keys_unchecked();
+            keep_unchecked_until(floor, key_ms);
         }
         return;
     }
@@ -191,7 +198,9 @@ void arm(KeysFloorState &floor) {
 }  // namespace
 
 void snowflake_keep_keys_unchecked() {
-    const int fd = OpenTransientFile(kKeysUncheckedFileName, O_WRONLY | O_CREAT | PG_BINARY);
+    // O_NONBLOCK and O_NOFOLLOW: a FIFO or a link in its place is reported, never waited on.
+    const int fd = OpenTransientFile(kKeysUncheckedFileName,
+                                     O_WRONLY | O_CREAT | O_NONBLOCK | O_NOFOLLOW | PG_BINARY);
     if (fd < 0 || CloseTransientFile(fd) != 0 ||
         fsync_fname_ext(kKeysUncheckedFileName, false, false, LOG) != 0 ||
         fsync_fname_ext(".", true, false, LOG) != 0) {
@@ -297,7 +306,11 @@ void snowflake_arm_keys_floor(SnowflakeShared *shared, KeysFloorStart start) {
 void snowflake_await_keys_floor(SnowflakeShared *shared, snowflake::Node node) {
     KeysFloorState &floor = shared->keys_floor;
     if (!floor.armed.load()) {
-        return;
+        // The mark speaks for the ids of one pair: another's stored keys were never read.
+        if (node.bits == shared->mark_node_bits.load()) {
+            return;
+        }
+        floor.armed.store(true);
     }
     bool waited = false;
     for (;;) {
@@ -326,11 +339,23 @@ bool snowflake_keys_floor_holds_generation(SnowflakeShared *shared) {
     const snowflake::LastIssued last = snowflake::last_issued(shared->generator);
     const bool held_by_key = floor_ms != 0 && last.any && last.unix_ms == floor_ms;
     if (!held_by_key && floor.beyond_hold.load() < 0 && !floor.pending.load() &&
-        !floor.hold_dropped.load()) {
+        !floor.hold_dropped.load() && floor.unchecked_until_ms.load() == 0) {
         return false;
     }
     snowflake_keep_keys_unchecked();
     return true;
+}
+
+void snowflake_note_mark_written(SnowflakeShared *shared, int64_t mark_ms) {
+    KeysFloorState &floor = shared->keys_floor;
+    int64 until = floor.unchecked_until_ms.load();
+    if (until == 0 || mark_ms < until ||
+        !floor.unchecked_until_ms.compare_exchange_strong(until, 0)) {
+        return;
+    }
+    if (!floor.pending.load() && floor.beyond_hold.load() < 0 && !floor.hold_dropped.load()) {
+        snowflake_forget_keys_unchecked();
+    }
 }
 
 void snowflake_describe_key_floor(const SnowflakeShared *shared, int64 *key, char *source,
@@ -368,7 +393,10 @@ Datum snowflake_release_key(PG_FUNCTION_ARGS) {
     const uint64_t keys = floor.beyond_keys;
     const uint32_t columns = floor.beyond_columns;
     SpinLockRelease(&floor.lock);
-    snowflake_forget_keys_unchecked();
+    // The keys within the window that the read raised the generator above stay covered by it.
+    if (floor.unchecked_until_ms.load() == 0) {
+        snowflake_forget_keys_unchecked();
+    }
     ereport(LOG,
             (errmsg("snowflake: key %lld of %s was released by role \"%s\" (session user \"%s\"); "
                     "it no longer stops generation",

@@ -32,6 +32,10 @@ void snowflake_await_keys_floor(SnowflakeShared *shared, snowflake::Node node);
 // that the next start reads the keys afresh.
 bool snowflake_keys_floor_holds_generation(SnowflakeShared *shared);
 
+// A mark at mark_ms is in the file now: once it covers what the floor raised the generator
+// through, the file that keeps the floor armed across restarts goes.
+void snowflake_note_mark_written(SnowflakeShared *shared, int64_t mark_ms);
+
 // The key that raised the generator ahead of the clock and where it is stored, for a refusal that
 // names it.
 void snowflake_describe_key_floor(const SnowflakeShared *shared, int64 *key, char *source,

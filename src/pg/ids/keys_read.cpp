@@ -298,10 +298,10 @@ const char *table_and_owner(Relation table) {
                     owner != nullptr ? quote_identifier(owner) : "(dropped)");
 }
 
-// Reads one column's keys of this server's pair, the table locked only meanwhile. A column
-// dropped or of any type but bigint or snowflake (or a domain over either) is skipped.
-// Returns false, naming the table in *changed, for a table dropped, truncated or rewritten since
-// it was listed: those change no row version that the read's snapshot could see, so rows moved out
+// Reads one column's keys of this server's pair, the table locked only meanwhile. A column of any
+// type but bigint or snowflake (or a domain over either) is skipped. Returns false, naming the
+// table in *changed, for a table dropped, truncated or rewritten since it was listed, or a column
+// dropped since: those change no row version that the read's snapshot could see, so rows moved out
 // of it into a table read earlier would be missed, and the read of the database begins again.
 bool read_column(Oid table_oid, AttrNumber column, Oid listed_filenode, Oid id_type,
                  const snowflake::KeyWindow &window, int64 now_unix_ms, Snapshot read_start,
@@ -320,10 +320,13 @@ bool read_column(Oid table_oid, AttrNumber column, Oid listed_filenode, Oid id_t
         relation_close(table, AccessShareLock);
         return false;
     }
+    // The listing saw the column, so a drop came after the read's snapshot: its keys may have been
+    // copied into a column that the snapshot cannot see.
     const TupleDesc descriptor = RelationGetDescr(table);
     if (column > descriptor->natts || TupleDescAttr(descriptor, column - 1)->attisdropped) {
+        *changed = table_and_owner(table);
         relation_close(table, AccessShareLock);
-        return true;
+        return false;
     }
     const Oid key_type = getBaseType(TupleDescAttr(descriptor, column - 1)->atttypid);
     if (key_type != INT8OID && (!OidIsValid(id_type) || key_type != id_type)) {
@@ -384,8 +387,8 @@ bool read_column(Oid table_oid, AttrNumber column, Oid listed_filenode, Oid id_t
     appendStringInfoString(&names, last);
     ereport(ERROR,
             (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-             errmsg("%d tables were truncated, rewritten or dropped while the keys of this "
-                    "database were read: %s",
+             errmsg("%d tables were truncated, rewritten or dropped, or lost a column, while the "
+                    "keys of this database were read: %s",
                     changed.count + 1, names.data),
              errdetail("The read begins again after each such change, and locks the table from "
                        "then on; past %d tables it gives up, and tries again later.",

@@ -280,7 +280,9 @@ void read_database(KeysFloorState &floor, const ListedDatabase &database) {
             (void)LockRelease(&database_lock, RowExclusiveLock, true);
             record_read_failure(
                 floor, psprintf("no background worker slot was free to read database \"%s\"; "
-                                "the read needs two free slots: raise max_worker_processes",
+                                "the read needs two free slots: raise max_worker_processes to at "
+                                "least max_parallel_workers plus two plus the server's other "
+                                "workers, and restart",
                                 NameStr(database.name)));
             sleep_ms(kRetryMs);
             continue;
@@ -400,7 +402,16 @@ void finish_read(SnowflakeShared *shared, int databases, TimestampTz started) {
                  errhint("%s", snowflake_beyond_key_advice(beyond_key,
                                                            snowflake_wall_clock_unix_ms()))));
     } else if (floor.read_node_bits.load() != kUnsetNodeBits && !floor.hold_dropped.load()) {
-        snowflake_forget_keys_unchecked();
+        // A key ahead of the clock raised the generator, which no mark in the file covers yet:
+        // the file that keeps the floor armed stays until one does (keys_floor.cpp).
+        const int64 floor_ms = floor.floor_ms.load();
+        int64 until = floor.unchecked_until_ms.load();
+        while (until < floor_ms &&
+               !floor.unchecked_until_ms.compare_exchange_weak(until, floor_ms)) {
+        }
+        if (floor.unchecked_until_ms.load() == 0) {
+            snowflake_forget_keys_unchecked();
+        }
     }
     if (floor.read_node_bits.load() != kUnsetNodeBits) {
         snowflake_note_pair_read(floor, floor.read_node_bits.load(), true);
@@ -429,7 +440,8 @@ void snowflake_request_keys_reader(SnowflakeShared *shared) {
                         "start without a mark file of this data directory"),
                  errdetail("No id is issued until it has read the keys of every database; no "
                            "background worker slot is free, and the read needs two."),
-                 errhint("Raise max_worker_processes and restart the server, or end other "
+                 errhint("Raise max_worker_processes to at least max_parallel_workers plus two "
+                         "plus the server's other workers and restart the server, or end other "
                          "background workers, then call again.")));
     }
 }
