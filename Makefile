@@ -2,41 +2,8 @@
 
 EXTENSION = snowflake
 MODULE_big = snowflake
-OBJS = \
-	src/core/codec.o \
-	src/core/fleet.o \
-	src/core/generator.o \
-	src/core/key_floor.o \
-	src/core/mark_file.o \
-	src/core/partition_plan.o \
-	src/pg/as_owner.o \
-	src/pg/convert/convert.o \
-	src/pg/convert/key_paths.o \
-	src/pg/convert/refusals.o \
-	src/pg/fleet/check_peers.o \
-	src/pg/fleet/fleet_functions.o \
-	src/pg/fleet/fleet_guard.o \
-	src/pg/fleet/fleet_log.o \
-	src/pg/fleet/fleet_memory.o \
-	src/pg/fleet/fleet_refusal.o \
-	src/pg/fleet/fleet_setting.o \
-	src/pg/fleet/peer_query.o \
-	src/pg/functions/codec_functions.o \
-	src/pg/functions/id_aggregates.o \
-	src/pg/functions/id_type.o \
-	src/pg/functions/time_predicates.o \
-	src/pg/ids/durable_mark.o \
-	src/pg/ids/generate.o \
-	src/pg/ids/keys_floor.o \
-	src/pg/ids/keys_read.o \
-	src/pg/ids/keys_readers.o \
-	src/pg/ids/restored_copy.o \
-	src/pg/library_objects.o \
-	src/pg/module.o \
-	src/pg/partitions/partition_bounds.o \
-	src/pg/partitions/partition_setups.o \
-	src/pg/partitions/partitions.o \
-	src/pg/partitions/table_time_limit.o
+# Every source of the core and the glue: a new file is built without a change here.
+OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/core/*.cpp src/pg/*.cpp src/pg/*/*.cpp)))
 # The first version's script and the update scripts from it: CREATE EXTENSION runs the chain
 # (doc/design.md "The install script"), so a new version adds one file here.
 DATA = $(wildcard src/sql/snowflake--*.sql)
@@ -112,6 +79,9 @@ $(shell echo '$(PG_CONFIG) $(VERSION)' | cmp -s - $(PG_BUILD_STAMP) || \
 	echo '$(PG_CONFIG) $(VERSION)' > $(PG_BUILD_STAMP))
 $(OBJS) $(OBJS:.o=.bc): $(wildcard $(srcdir)/src/core/*.hpp $(srcdir)/src/pg/*.hpp \
 	$(srcdir)/src/pg/*/*.hpp) $(PG_BUILD_STAMP) $(srcdir)/snowflake.control
+# The library is linked again when the Makefile changes: PGXS keeps objects as secondary files, so
+# a source added to a built tree would otherwise be left out of it.
+$(shlib): $(firstword $(MAKEFILE_LIST))
 
 CORE_SOURCES = $(wildcard src/core/*.cpp)
 CORE_HEADERS = $(wildcard src/core/*.hpp)
