@@ -82,8 +82,8 @@ void refuse_while_read_fails(KeysFloorState &floor) {
     ConditionVariableCancelSleep();
     ereport(ERROR,
             (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-             errmsg("Snowflake id generation waits for the stored keys to be read after a start "
-                    "without a mark file of this data directory, and the read failed"),
+             errmsg("Snowflake id generation waits for the stored keys of this server's node pair "
+                    "to be read, and the read failed"),
              errdetail("%s.", failure),
              errhint("Fix the cause the server log gives; the read is retried every %ld s, and "
                      "ids are issued once the keys of every database were read.",
@@ -125,9 +125,8 @@ void take_beyond_key_into_window(SnowflakeShared *shared, int64 key) {
 // the generator is raised through it, so that a clock that steps back again cannot reach it, and
 // the key is let go as if released. A larger snowflake.key_floor_max_lead that reaches it turns
 // the stop into a hold.
-void refuse_while_beyond_key_stops(SnowflakeShared *shared, snowflake::Node node) {
+void refuse_while_beyond_key_stops(SnowflakeShared *shared, snowflake::Node node, int64 key) {
     KeysFloorState &floor = shared->keys_floor;
-    const int64 key = floor.beyond_hold.load();
     if (key < 0 || floor.beyond_hold_node_bits.load() != node.bits) {
         return;
     }
@@ -313,11 +312,18 @@ void snowflake_await_keys_floor(SnowflakeShared *shared, snowflake::Node node) {
         floor.armed.store(true);
     }
     bool waited = false;
+    int64 hold = -1;
     for (;;) {
-        if (!floor.pending.load()) {
-            if (snowflake_pair_was_read(floor, node.bits)) {
+        if (!floor.pending.load() && snowflake_pair_was_read(floor, node.bits)) {
+            // A read for another pair that begins now drops the hold and marks this pair unread
+            // (keys_readers.cpp, start_read()). The hold is loaded between two checks, so that a
+            // hold dropped under this call is seen by the second one, and the call waits again.
+            hold = floor.beyond_hold.load();
+            if (!floor.pending.load() && snowflake_pair_was_read(floor, node.bits)) {
                 break;
             }
+        }
+        if (!floor.pending.load() && !snowflake_pair_was_read(floor, node.bits)) {
             request_read_of(shared, node);
         }
         refuse_without_postmaster();
@@ -330,7 +336,7 @@ void snowflake_await_keys_floor(SnowflakeShared *shared, snowflake::Node node) {
     if (waited) {
         ConditionVariableCancelSleep();
     }
-    refuse_while_beyond_key_stops(shared, node);
+    refuse_while_beyond_key_stops(shared, node, hold);
 }
 
 bool snowflake_keys_floor_holds_generation(SnowflakeShared *shared) {

@@ -37,6 +37,7 @@ extern "C" {
 #include "pgstat.h"
 #include "storage/latch.h"
 #include "storage/lmgr.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -69,7 +70,9 @@ namespace {
 // GIN through btree_gist or btree_gin): only a btree of the integer family is walked, and a
 // column that another kind leads is read with its table. Whether the column is a bigint or a
 // snowflake (or a domain over either) is checked once the table is locked. A foreign table lives
-// elsewhere and another session's temporary table cannot be read. Run with search_path pinned.
+// elsewhere and another session's temporary table cannot be read. A table that changed under an
+// earlier pass of the read ($2) has every column read: its keys may have moved into a column that
+// is no key column now (copied, and the old column dropped). Run with search_path pinned.
 constexpr char kKeyColumnsQuery[] =
     "WITH RECURSIVE key_column (relid, attname) AS ("
     " SELECT def.adrelid, a.attname FROM pg_catalog.pg_depend AS dep"
@@ -95,6 +98,10 @@ constexpr char kKeyColumnsQuery[] =
     " SELECT i.indrelid, i.indkey[0], c.relfilenode FROM pg_catalog.pg_index AS i"
     " JOIN pg_catalog.pg_class AS c ON c.oid = i.indrelid"
     " WHERE i.indkey[0] <> 0 AND c.relkind IN ('r', 'm') AND c.relpersistence <> 't'"
+    " UNION"
+    " SELECT a.attrelid, a.attnum, c.relfilenode FROM pg_catalog.pg_attribute AS a"
+    " JOIN pg_catalog.pg_class AS c ON c.oid = a.attrelid"
+    " WHERE a.attrelid OPERATOR(pg_catalog.=) ANY ($2) AND a.attnum > 0 AND NOT a.attisdropped"
     " ORDER BY 1, 2";
 
 // The prepared transactions of this database: a table, column, default or index they created is
@@ -422,9 +429,15 @@ bool read_keys_once(const snowflake::KeyWindow &window, int64 now_unix_ms,
     const int64 nextval_oid = query_bigint(kNextvalQuery, 0, nullptr, nullptr);
     const Oid nextval = nextval_oid < 0 ? InvalidOid : static_cast<Oid>(nextval_oid);
     const Oid id_type = OidIsValid(nextval) ? snowflake_id_type_beside(nextval) : InvalidOid;
-    Oid oid_type[1] = {OIDOID};
-    Datum nextval_argument[1] = {ObjectIdGetDatum(nextval)};
-    if (SPI_execute_with_args(kKeyColumnsQuery, 1, oid_type, nextval_argument, nullptr, true, 0) !=
+    Datum *changed_oids = static_cast<Datum *>(palloc(sizeof(Datum) * (locked.count + 1)));
+    for (int i = 0; i < locked.count; i++) {
+        changed_oids[i] = ObjectIdGetDatum(locked.tables[i]);
+    }
+    Oid argument_types[2] = {OIDOID, OIDARRAYOID};
+    Datum arguments[2] = {ObjectIdGetDatum(nextval),
+                          PointerGetDatum(construct_array(changed_oids, locked.count, OIDOID,
+                                                          sizeof(Oid), true, TYPALIGN_INT))};
+    if (SPI_execute_with_args(kKeyColumnsQuery, 2, argument_types, arguments, nullptr, true, 0) !=
         SPI_OK_SELECT) {
         elog(ERROR, "snowflake: could not list the columns that may hold keys");
     }
