@@ -180,8 +180,10 @@ def check_project(meta, names, zip_path, top):
     extension = meta.get("provides", {}).get("snowflake", {})
     if extension.get("version") != semver:
         problem("provides.snowflake.version differs from default_version")
-    if extension.get("file") != "snowflake.control":
-        problem("provides.snowflake.file is not the control file")
+    # The first script of the chain that CREATE EXTENSION runs: pgxn load takes a file that does not
+    # end in .sql for no extension, and loads nothing.
+    if extension.get("file") != "src/sql/snowflake--1.0.sql":
+        problem("provides.snowflake.file is not src/sql/snowflake--1.0.sql")
     changelog = release.read(f"{top}/CHANGELOG.md").decode()
     first = re.search(r"^## (\S+)", changelog, re.M)
     if first is None or first.group(1) != default_version:
