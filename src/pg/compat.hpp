@@ -4,6 +4,7 @@
 
 extern "C" {
 #include "access/genam.h"
+#include "access/transam.h"
 #include "access/tupdesc.h"
 #include "access/tableam.h"
 #include "access/xlogdefs.h"
@@ -66,6 +67,15 @@ inline int snowflake_own_proc_number() {
     return MyProcNumber;
 #else
     return MyProc != nullptr ? MyProc->pgprocno : -1;
+#endif
+}
+
+// The PGPROC index of another process, such as a parallel worker's leader.
+inline int snowflake_proc_number_of(const PGPROC *proc) {
+#if PG_VERSION_NUM >= 170000
+    return GetNumberFromPGProc(proc);
+#else
+    return proc->pgprocno;
 #endif
 }
 
@@ -206,6 +216,14 @@ inline TM_Result snowflake_tuple_delete(Relation table, ItemPointer row, Snapsho
 inline void snowflake_reset_transaction_timeout() {
 #if PG_VERSION_NUM >= 170000
     SetConfigOption("transaction_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
+#endif
+}
+// The oldest xid whose status the commit log still holds; PostgreSQL 17 renamed the struct.
+inline TransactionId snowflake_oldest_clog_xid() {
+#if PG_VERSION_NUM >= 170000
+    return TransamVariables->oldestClogXid;
+#else
+    return ShmemVariableCache->oldestClogXid;
 #endif
 }
 

@@ -40,6 +40,7 @@ extern "C" {
 #include "pg/fleet/fleet_setting.hpp"
 #include "pg/ids/keys_floor.hpp"
 #include "pg/ids/restored_copy.hpp"
+#include "pg/ids/settled.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
 #include "pg/functions/time_predicates.hpp"
@@ -96,9 +97,11 @@ void request_shared_memory() {
         previous_shmem_request_hook();
     }
     RequestAddinShmemSpace(shared_state_size());
-    RequestNamedLWLockTranche("snowflake", 1);
+    // The mark's extensions, and the first read of the prepared transactions' claims.
+    RequestNamedLWLockTranche("snowflake", 2);
     RequestAddinShmemSpace(snowflake_fleet_memory_size());
     snowflake_request_fleet_lock();
+    RequestAddinShmemSpace(snowflake_claims_memory_size());
 }
 
 // When the postmaster exits normally (a fast, smart or immediate stop), every backend is gone and
@@ -140,6 +143,7 @@ void attach_shared_memory() {
         }
     }
     snowflake_attach_fleet_memory();
+    snowflake_attach_claims_memory();
     LWLockRelease(AddinShmemInitLock);
     snowflake_shared = shared;
     // The files are read by the process that created the struct, outside the lock: the postmaster
@@ -317,4 +321,5 @@ void _PG_init(void) {
     shmem_startup_hook = attach_shared_memory;
     snowflake_register_wal_resource_manager();
     snowflake_register_fleet_guard();
+    snowflake_register_claim_callbacks();
 }

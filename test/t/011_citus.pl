@@ -7,12 +7,16 @@
 # has the snowflake type as its distribution column: its rows get their ids from the default, a
 # lookup by id goes to one shard, row_to_json writes the id as a string, and a reference table's
 # bigint column joins it. A third is partitioned by month with snowflake_partition_table(), and
-# Citus distributes each partition it attaches; retention drops an old month's shards with it.
+# Citus distributes each partition it attaches; retention drops an old month's shards with it. A
+# reader by the coordinator's settled bound reads every row of transactions that write to shards
+# on both workers, which Citus commits there after the coordinator's own commit.
 use strict;
 use warnings;
+use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(time);
 use SnowflakeTest;
 
 my @members = (['coordinator', 1], ['worker1', 2], ['worker2', 3]);
@@ -203,6 +207,43 @@ is( $coordinator->safe_psql('postgres', q(
 SELECT count(*) || ' ' || (SELECT count(*) FROM monthly_events) FROM pg_dist_shard
 WHERE logicalrelid::text LIKE 'monthly\_events\_p%')),
     '16 1000', 'the other months keep their shards and rows');
+
+# The settled bound through the coordinator, which draws the ids: transactions that write to
+# shards on both workers commit there after the coordinator's own commit (Citus's two-phase
+# commit). A reader by the coordinator's bound reads every committed row exactly once.
+$coordinator->safe_psql('postgres', q(
+CREATE TABLE followed (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), n integer NOT NULL);
+SELECT create_distributed_table('followed', 'id', shard_count := 4);
+));
+my $writer_script = "$PostgreSQL::Test::Utils::tmp_check/writer_011.sql";
+PostgreSQL::Test::Utils::append_to_file($writer_script,
+    "INSERT INTO followed (n) SELECT g FROM generate_series(1, 8) AS g;\n");
+my $writers = IPC::Run::start(
+    [ 'pgbench', '-n', '-c', '4', '-j', '2', '-T', '10', '-f', $writer_script,
+        $coordinator->connstr('postgres') ],
+    '>', \my $writers_out, '2>', \my $writers_err);
+my %read;
+my ($cursor, $read_twice) = (0, 0);
+# One session, so that a read follows its bound within a millisecond or two.
+my $reader = $coordinator->background_psql('postgres');
+my $read_below_bound = sub {
+    my $bound = $reader->query_safe('SELECT snowflake_settled_bound()');
+    for my $id (split /\n/, $reader->query_safe(
+            "SELECT id FROM followed WHERE id >= $cursor AND id < $bound ORDER BY id")) {
+        $read_twice++ if $read{$id}++;
+    }
+    $cursor = $bound if $bound > $cursor;
+};
+my $until = time() + 10;
+$read_below_bound->() while time() < $until;
+$writers->finish;
+$read_below_bound->();
+$reader->quit;
+my @followed = split /\n/, $coordinator->safe_psql('postgres', 'SELECT id FROM followed');
+cmp_ok(scalar(@followed), '>', 1000, 'the writers wrote ' . scalar(@followed) . ' rows');
+is(scalar(grep { !$read{$_} } @followed), 0,
+    "a reader by the coordinator's bound read every row the workers committed");
+is($read_twice, 0, 'and none twice');
 
 $_->stop for values %node;
 done_testing();

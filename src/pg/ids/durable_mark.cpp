@@ -44,6 +44,7 @@ extern "C" {
 #include "pg/compat.hpp"
 #include "pg/ids/durable_mark.hpp"
 #include "pg/ids/keys_floor.hpp"
+#include "pg/ids/settled_parts.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
 
@@ -132,14 +133,6 @@ void record_unreadable_mark_file(SnowflakeShared *shared, int file_errno) {
                          kMarkFileName)));
 }
 
-// The resource manager id of the mark records: 128, RM_EXPERIMENTAL_ID, the id PostgreSQL sets
-// aside for extensions that have not registered one (README "Limits" says how an id is
-// registered). Every record in WAL carries it, and only a library that registers the same id can
-// replay them: a release that changes it must replay both ids until no WAL of the old one is left
-// anywhere, standbys and archives included.
-constexpr RmgrId kSnowflakeRmgrId = RM_EXPERIMENTAL_ID;
-constexpr uint8 kXlogMark = 0x00;
-
 // The mark and, since 1.10, the node fields of the ids it covers; a record of an older primary
 // holds the mark alone (node_bits -1).
 struct MarkRecord {
@@ -166,10 +159,6 @@ MarkRecord record_mark(XLogReaderState *record) {
 // Replay keeps a standby's generator above every mark of its primary, so that after promotion
 // it issues only ids above those the primary issued up to the last WAL received.
 void redo_mark(XLogReaderState *record) {
-    const uint8 info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
-    if (info != kXlogMark) {
-        elog(PANIC, "snowflake_redo: unknown op code %u", info);
-    }
     SnowflakeShared *shared = snowflake_shared;
     const MarkRecord mark_record = record_mark(record);
     const int64 mark = mark_record.mark_unix_ms;
@@ -188,8 +177,24 @@ void redo_mark(XLogReaderState *record) {
     adopt_mark(shared, mark);
 }
 
+// Each record to its replay; an unknown one stops replay rather than be skipped.
+void redo(XLogReaderState *record) {
+    const uint8 info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
+    if (info == kXlogMark) {
+        redo_mark(record);
+    } else if (info == kXlogClaim) {
+        snowflake_redo_claim(record);
+    } else {
+        elog(PANIC, "snowflake_redo: unknown op code %u", info);
+    }
+}
+
 // What pg_waldump and replay errors show for a record.
-void describe_mark(StringInfo buf, XLogReaderState *record) {
+void describe(StringInfo buf, XLogReaderState *record) {
+    if ((XLogRecGetInfo(record) & ~XLR_INFO_MASK) == kXlogClaim) {
+        snowflake_describe_claim(buf, record);
+        return;
+    }
     const MarkRecord mark_record = record_mark(record);
     appendStringInfo(buf, "mark_unix_ms %lld node_bits %lld",
                      static_cast<long long>(mark_record.mark_unix_ms),
@@ -197,12 +202,19 @@ void describe_mark(StringInfo buf, XLogReaderState *record) {
 }
 
 // The record type's name for pg_waldump's statistics.
-const char *identify_mark(uint8 info) {
-    return (info & ~XLR_INFO_MASK) == kXlogMark ? "MARK" : nullptr;
+const char *identify(uint8 info) {
+    switch (info & ~XLR_INFO_MASK) {
+        case kXlogMark:
+            return "MARK";
+        case kXlogClaim:
+            return "CLAIM";
+        default:
+            return nullptr;
+    }
 }
 
 RmgrData snowflake_rmgr = {
-    "snowflake", redo_mark, describe_mark, identify_mark, nullptr, nullptr, nullptr, nullptr,
+    "snowflake", redo, describe, identify, nullptr, nullptr, nullptr, nullptr,
 };
 
 // Logged and flushed before the mark is used: walsenders ship only flushed WAL, so a record left

@@ -4,9 +4,21 @@
 
 #include <cstdint>
 
+#include "access/rmgr.h"
+
 #include "pg/shared_state.hpp"
 
 inline constexpr char kMarkFileName[] = "snowflake_mark";
+
+// The resource manager id of the mark records: 128, RM_EXPERIMENTAL_ID, the id PostgreSQL sets
+// aside for extensions that have not registered one (README "Limits" says how an id is
+// registered). Every record in WAL carries it, and only a library that registers the same id can
+// replay them: a release that changes it must replay both ids until no WAL of the old one is left
+// anywhere, standbys and archives included.
+inline constexpr RmgrId kSnowflakeRmgrId = RM_EXPERIMENTAL_ID;
+// The records: a mark, and a prepared transaction's claim (settled_prepared.cpp, 1.10).
+inline constexpr uint8 kXlogMark = 0x00;
+inline constexpr uint8 kXlogClaim = 0x10;
 
 // What start-up found of the mark file.
 enum class MarkRestore : uint8_t {

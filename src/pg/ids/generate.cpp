@@ -29,6 +29,7 @@ PG_FUNCTION_INFO_V1(snowflake_info);
 #include "pg/fleet/fleet_refusal.hpp"
 #include "pg/ids/keys_floor.hpp"
 #include "pg/ids/restored_copy.hpp"
+#include "pg/ids/settled.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
 
@@ -207,9 +208,9 @@ void wait_or_refuse_clock_behind(SnowflakeShared *shared, int64 last_unix_ms, in
                 (errcode(ERRCODE_SYSTEM_ERROR),
                  errmsg("clock moved backwards by %lld ms, refusing to generate Snowflake ids",
                         static_cast<long long>(gap_ms)),
-                 errdetail("The clock reads %s but ids were already issued up to %s; generation "
-                           "is refused until the clock reaches %s (gap %lld ms, "
-                           "snowflake.max_clock_rollback_wait is %d ms).",
+                 errdetail("The clock reads %s but ids were already issued, or a settled bound "
+                           "was read, up to %s; generation is refused until the clock reaches %s "
+                           "(gap %lld ms, snowflake.max_clock_rollback_wait is %d ms).",
                            now_text, last_text, last_text, static_cast<long long>(gap_ms),
                            snowflake_max_clock_rollback_wait_setting),
                  errhint("Fix the system clock, or raise snowflake.max_clock_rollback_wait to "
@@ -244,10 +245,38 @@ void check_before_first_id(SnowflakeShared *shared, snowflake::Node node) {
     first_id_checked = true;
 }
 
+// Whether nothing but the clock stops this server from issuing its configured pair's ids now:
+// only then may a bound call move the generator on, as an id drawn now would.
+bool issuing_freely(SnowflakeShared *shared, int64_t *node_bits) {
+    if (snowflake_datacenter_id_setting < 0 || snowflake_machine_id_setting < 0 ||
+        shared->mark_file_state != MarkFileState::kUsable ||
+        shared->keys_floor.pending.load() || shared->keys_floor.beyond_hold.load() >= 0) {
+        return false;
+    }
+    *node_bits = snowflake::make_node(snowflake_datacenter_id_setting, snowflake_machine_id_setting)
+                     .node.bits;
+    return shared->mark_node_bits.load() == *node_bits &&
+           !snowflake_node_fenced(shared, *node_bits);
+}
+
 }  // namespace
 
 int64 snowflake_wall_clock_unix_ms() {
     return wall_clock_unix_us() / 1000;
+}
+
+// Moves a quiet generator up to the clock, so that the settled bound moves with it: every id
+// issued later is above the last millisecond. The durable mark must cover the raise, since a
+// restart after a crash must not issue below a bound a reader saw.
+void snowflake_raise_quiet_generator(SnowflakeShared *shared) {
+    int64_t node_bits = 0;
+    if (!issuing_freely(shared, &node_bits)) {
+        return;
+    }
+    const int64 now_unix_ms = snowflake_wall_clock_unix_ms();
+    snowflake_extend_durable_mark(shared, now_unix_ms, node_bits, false);
+    const int64 mark_ms = shared->durable_mark_ms.load(std::memory_order_acquire);
+    snowflake::raise_floor(shared->generator, Min(now_unix_ms - 1, mark_ms));
 }
 
 // The one generator of the instance: every backend and parallel worker draws from shared memory.
@@ -266,8 +295,14 @@ Datum snowflake_nextval(PG_FUNCTION_ARGS) {
     bool counted_clock_rollback = false;
     for (;;) {
         const int64 mark = shared->durable_mark_ms.load(std::memory_order_acquire);
-        const snowflake::NextResult next = snowflake::next_id(
-            shared->generator, node, mark, seen_word, snowflake_wall_clock_unix_ms);
+        // A transaction's first id claims first, for the settled bound (settled.cpp).
+        snowflake::ClaimSlot *claim = snowflake_unclaimed_slot();
+        const snowflake::NextResult next =
+            claim != nullptr
+                ? snowflake::next_id_claimed(shared->generator, node, mark, seen_word, *claim,
+                                             snowflake_wall_clock_unix_ms)
+                : snowflake::next_id(shared->generator, node, mark, seen_word,
+                                     snowflake_wall_clock_unix_ms);
         switch (next.status) {
             case snowflake::NextStatus::kIssued:
                 snowflake_count_issued_id(shared);
@@ -305,8 +340,8 @@ Datum snowflake_info(PG_FUNCTION_ARGS) {
     tupdesc = BlessTupleDesc(tupdesc);
 
     // One value per column of the snowflake_info type, in its order; without shared memory the
-    // state columns are empty.
-    constexpr int kInfoColumnCount = 8;
+    // state columns are empty. The type of 1.9 and before has the first eight.
+    constexpr int kInfoColumnCount = 10;
     const SnowflakeShared *shared = snowflake_shared;
     snowflake::LastIssued last{};
     int64 issued = 0;
@@ -344,6 +379,21 @@ Datum snowflake_info(PG_FUNCTION_ARGS) {
     nulls[i++] = false;
     values[i] = TimestampTzGetDatum(snowflake::pg_us_from_unix_ms(mark));
     nulls[i++] = mark < snowflake::kEpochUnixMs;
+    // The settled bound, and its age: how far its time is behind the clock while a transaction
+    // holds it back, zero while none does. NULL on a standby. A type of 1.9 or before takes the
+    // first eight values only.
+    SettledBound settled{};
+    const bool has_bound = snowflake_peek_settled_bound(&settled);
+    values[i] = Int64GetDatum(settled.bound);
+    nulls[i++] = !has_bound;
+    auto *age = static_cast<Interval *>(palloc0(sizeof(Interval)));
+    if (settled.held) {
+        age->time =
+            (snowflake_wall_clock_unix_ms() - snowflake::decode(settled.bound).parts.unix_ms) *
+            1000;
+    }
+    values[i] = IntervalPGetDatum(age);
+    nulls[i++] = !has_bound;
     Assert(i == kInfoColumnCount);
     PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
