@@ -10,7 +10,7 @@
 # first id after a start without the mark file (BENCH_FLOOR_ROWS rows, 24,000,000 unless set), 13
 # the keys against PostgreSQL 18's uuidv7(), bigserial and gen_random_uuid(): bulk and single-row
 # inserts, sizes and a time range (BENCH_UUID_ROWS rows, 2,000,000 unless set; without uuidv7()
-# before 18). A backend's CPU time comes from /proc/PID/schedstat; that of pgbench's backends, which
+# before 18), 14 what the settled bound costs, against a baseline build (BENCH_BASELINE). A backend's CPU time comes from /proc/PID/schedstat; that of pgbench's backends, which
 # have exited by the time it is read, from the children's CPU time that the postmaster collects
 # (/proc/PID/stat).
 use strict;
@@ -37,7 +37,7 @@ Test::More->builder->output(File::Spec->devnull);
 
 my $core_bench = shift @ARGV;
 my $repetitions = $ENV{BENCH_REPETITIONS} // 5;
-my %selected = map { $_ => 1 } split /,/, ($ENV{BENCH_CASES} // '1,2,3,4,5,6,7,8,9,10,11,12,13');
+my %selected = map { $_ => 1 } split /,/, ($ENV{BENCH_CASES} // '1,2,3,4,5,6,7,8,9,10,11,12,13,14');
 my $ceiling_ids_per_s = 4_096_000;
 my $work_dir = PostgreSQL::Test::Utils::tempdir;
 chomp(my $cores = `nproc`);
@@ -51,7 +51,7 @@ max_wal_size = '8GB'
 synchronous_commit = off
 autovacuum = off
 log_statement = 'none'
-max_connections = 60
+max_connections = 120
 CONF
 
 sub say_out { print {$report} @_; }
@@ -1152,6 +1152,109 @@ sub uuid_keys {
       for @timed_keys;
 }
 
+# Case 14: what the settled bound costs the generator, against a baseline build of the extension
+# (test/bench/run builds BENCH_BASELINE into a copy of the server's installation, whose prefix
+# comes in BENCH_BASELINE_PREFIX): 1,000,000 ids in one statement, single-row inserts from 1, 2,
+# 4 and 8 clients, on two servers run in turn; then the bound's call with 100 other backends
+# connected.
+sub settled_cost {
+    my ($node) = @_;
+    my $prefix = $ENV{BENCH_BASELINE_PREFIX};
+    say_out("## 14. What the settled bound costs
+
+");
+    if (!$prefix) {
+        say_out("Case 14 needs a baseline: BENCH_BASELINE=<git revision> test/bench/run.\n\n");
+        return;
+    }
+    my $seconds = 5;
+    my $baseline = snowflake_node('baseline', install_path => $prefix, machine_id => 2);
+    $baseline->append_conf('postgresql.conf', $server_settings);
+    $baseline->start;
+    $baseline->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+    my %servers = (baseline => $baseline, this => $node);
+    my %label = (baseline => "baseline ($ENV{BENCH_BASELINE})", this => 'this build');
+    my $table = 'CREATE TABLE settled_rows (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), '
+      . 'payload text NOT NULL)';
+    # Transactions of one id each, committed in a procedure: what the claim costs a transaction,
+    # in one backend, without a client's round trips.
+    my $procedure = 'CREATE PROCEDURE ids_in_transactions(n integer) LANGUAGE plpgsql AS $$ '
+      . 'BEGIN FOR i IN 1 .. n LOOP PERFORM snowflake_nextval(); COMMIT; END LOOP; END $$';
+    $_->safe_psql('postgres', "$table; $procedure") for values %servers;
+    my $transactions = 200_000;
+    my $insert = script('settled_insert', "INSERT INTO settled_rows (payload) VALUES ('x')");
+    # Runs in pairs, one on each server, in alternating order, so that a drift of the machine
+    # falls on both; the ratio of each pair is kept as well as the values.
+    my (%ms, %tps, %ratio);
+    my %sessions = map { $_ => open_session($servers{$_}) } keys %servers;
+    for my $run (1 .. $repetitions) {
+        my @order = $run % 2 ? qw(baseline this) : qw(this baseline);
+        my %run_ms = map {
+            $_ => timed_ms($sessions{$_},
+                'SELECT count(snowflake_nextval()) FROM generate_series(1, 1000000)')
+        } @order;
+        push @{ $ms{$_} }, $run_ms{$_} for @order;
+        push @{ $ratio{ids} }, $run_ms{this} / $run_ms{baseline};
+        my %run_tx_ms = map {
+            $_ => timed_ms($sessions{$_}, "CALL ids_in_transactions($transactions)")
+        } @order;
+        push @{ $ms{"tx_$_"} }, $run_tx_ms{$_} for @order;
+        push @{ $ratio{tx} }, $run_tx_ms{this} / $run_tx_ms{baseline};
+        for my $clients (1, 2, 4, 8) {
+            my %run_tps = map {
+                $_ => pgbench_tps($servers{$_}, '-c', $clients, '-j', min($clients, 2), '-T',
+                    $seconds, '-f', $insert)
+            } @order;
+            push @{ $tps{$clients}{$_} }, $run_tps{$_} for @order;
+            push @{ $ratio{$clients} }, $run_tps{baseline} / $run_tps{this};
+        }
+    }
+    $_->quit for values %sessions;
+    $baseline->stop;
+
+    # The bound's call, while 100 other backends sit connected (pgbench clients asleep).
+    my $idle = "$work_dir/settled_idle.sql";
+    PostgreSQL::Test::Utils::append_to_file($idle, "\\sleep 600 s\n");
+    my $sleepers = IPC::Run::start(pgbench_command($node, '-c', 100, '-j', 2, '-t', 1, '-f', $idle),
+        '>', \my $out, '2>', \my $err);
+    my $connected = q(SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend');
+    for (my $tries = 0; $node->safe_psql('postgres', $connected) < 101; $tries++) {
+        die "pgbench's 100 clients did not connect:\n$err\n" if $tries > 300 || !$sleepers->pumpable;
+        sleep 0.1;
+    }
+    my $calls = 100_000;
+    my $session = open_session($node);
+    my @call_us = map {
+        timed_ms($session, "SELECT count(snowflake_settled_bound()) FROM generate_series(1, $calls)")
+          * 1000 / $calls
+    } 1 .. $repetitions;
+    $session->quit;
+    $sleepers->kill_kill;
+
+    say_out("Two servers, one with this build and one with the baseline, tested in pairs of ",
+        "runs in alternating order, $repetitions pairs, medians. One statement: `SELECT count(snowflake_nextval()) FROM ",
+        "generate_series(1, 1000000)`. Transactions: `CALL ids_in_transactions($transactions)`, ",
+        "a procedure that commits after each id. Single-row inserts: pgbench, `INSERT INTO t (payload) ",
+        "VALUES ('x')` into `(id bigint PRIMARY KEY DEFAULT snowflake_nextval(), payload text)`, ",
+        "$seconds s per run.\n\n");
+    table([ 'build', '1,000,000 ids ms', "$transactions transactions ms", 'tps, 1 client',
+            'tps, 2', 'tps, 4', 'tps, 8' ], map {
+        my $name = $_;
+        [ $label{$name}, fmt('%.0f', median(@{ $ms{$name} })),
+          fmt('%.0f', median(@{ $ms{"tx_$name"} })),
+          map { fmt('%.0f', median(@{ $tps{$_}{$name} })) } 1, 2, 4, 8 ]
+    } qw(baseline this));
+    my @ratios = map { median(@{ $ratio{$_} }) } 'ids', 'tx', 1, 2, 4, 8;
+    say_out(sprintf("This build's time against the baseline's, the median of the pairs' ratios: "
+        . "%s (1,000,000 ids; $transactions transactions; then 1, 2, 4 and 8 clients, as time "
+        . "per insert). The claim costs a transaction %.0f ns in one backend.\n\n",
+        join(', ', map { sprintf('%+.1f%%', ($_ - 1) * 100) } @ratios),
+        (median(@{ $ms{tx_this} }) - median(@{ $ms{tx_baseline} })) * 1e6 / $transactions));
+    say_out(sprintf("`snowflake_settled_bound()` with 100 other backends connected: %.2f µs per ",
+        median(@call_us)), "call (`SELECT count(snowflake_settled_bound()) FROM generate_series(1, ",
+        "$calls)`, median of $repetitions).\n\n");
+}
+
 # Runs the selected cases on one preloaded server (cases 7 and 9 start more).
 sub run_cases {
 my $started = time;
@@ -1165,7 +1268,7 @@ say_out("# snowflake benchmarks\n\n",
     "Machine: $machine, $cores cores, Debian $debian, $server_version.\n\n");
 my @cases = (\&bulk_generation, \&concurrency, \&inserts, \&decoding, \&time_range, \&core,
     \&servers, \&conversion, \&hook_cost, \&type_cost, \&partition_maintenance, \&floor_read,
-    \&uuid_keys);
+    \&uuid_keys, \&settled_cost);
 for my $number (1 .. @cases) {
     $cases[ $number - 1 ]->($node) if $selected{$number};
 }
