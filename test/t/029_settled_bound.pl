@@ -15,20 +15,24 @@ use Time::HiRes qw(time);
 use SnowflakeTest;
 
 my $node = snowflake_node('settled', datacenter_id => 5, machine_id => 6);
-$node->append_conf('postgresql.conf', "max_prepared_transactions = 4\nfsync = on\n");
+$node->append_conf('postgresql.conf', "max_prepared_transactions = 12\nfsync = on\n");
 $node->start;
 $node->safe_psql('postgres', q(CREATE EXTENSION snowflake;
 CREATE TABLE events (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), writer integer NOT NULL)));
 
-# Each writer draws an id, holds its transaction open for up to 40 ms, then commits, or rolls back
-# one time in ten.
+# Each writer draws an id, holds its transaction open for up to 40 ms, then commits; one time in
+# ten it rolls back, and one in ten it prepares, then commits the prepared transaction, so that
+# readers run while claims move from backends into prepared transactions.
 my $writer_script = "$PostgreSQL::Test::Utils::tmp_check/writer_029.sql";
-PostgreSQL::Test::Utils::append_to_file($writer_script, q(\set undo random(1, 10)
+PostgreSQL::Test::Utils::append_to_file($writer_script, q(\set end random(1, 10)
 BEGIN;
 INSERT INTO events (writer) VALUES (:client_id);
 SELECT pg_sleep(random() * 0.04);
-\if :undo = 1
+\if :end = 1
 ROLLBACK;
+\elif :end = 2
+PREPARE TRANSACTION 'writer:client_id';
+COMMIT PREPARED 'writer:client_id';
 \else
 COMMIT;
 \endif
@@ -71,6 +75,9 @@ sub follow_for {
     my $until = time() + $seconds;
     read_once() while time() < $until;
     $writers->finish;
+    # A writer stopped between its PREPARE and its COMMIT PREPARED leaves one behind.
+    $node->safe_psql('postgres', "COMMIT PREPARED '$_'") for split /\n/, $node->safe_psql(
+        'postgres', q(SELECT gid FROM pg_prepared_xacts WHERE gid LIKE 'writer%'));
 }
 
 # First the writers alone; then a prepared transaction draws an id below every writer's, and
@@ -85,24 +92,21 @@ follow_for(10);
 $node->restart;
 # Before the first bound after the restart reads the claims' files: more prepared transactions
 # than there are entries for, each committed, so that ended ones must make room.
-for my $cycle (1 .. 10) {
+for my $cycle (1 .. 30) {
     $node->safe_psql('postgres', qq(BEGIN;
 INSERT INTO events (writer) VALUES (-2);
 PREPARE TRANSACTION 'cycle$cycle';
 COMMIT PREPARED 'cycle$cycle'));
 }
 follow_for(10);
+my $held_file = sprintf('%s/snowflake_claims/%08X', $node->data_dir,
+    $node->safe_psql('postgres', q(SELECT transaction FROM pg_prepared_xacts WHERE gid = 'held')));
 kill9_and_wait($node);
 # A claim file that does not read as written (here a negative number) holds every id back.
-opendir(my $claims, $node->data_dir . '/snowflake_claims') or die "snowflake_claims: $!";
-my @claim_files = grep { /^[0-9A-F]{8}$/ } readdir($claims);
-closedir($claims);
-is(scalar(@claim_files), 1, 'the prepared transaction has one claim file');
-for my $file (@claim_files) {
-    open(my $fh, '>', $node->data_dir . "/snowflake_claims/$file") or die "$file: $!";
-    print {$fh} "-1\n";
-    close($fh);
-}
+ok(-f $held_file, 'the prepared transaction has a claim file');
+open(my $fh, '>', $held_file) or die "$held_file: $!";
+print {$fh} "-1\n";
+close($fh);
 $node->start;
 is($node->safe_psql('postgres', 'SELECT snowflake_settled_bound()'), '0',
     'a damaged claim file holds the bound at 0');

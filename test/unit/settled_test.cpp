@@ -114,8 +114,8 @@ TEST(SettledTest, NoBoundAboveAnUnfinishedWriter) {
             for (int i = 0; i < kIdsPerWriter; i++) {
                 NextResult next;
                 do {
-                    next = next_id_claimed(state, test_node(), kMaxUnixMs, seen, slots[w],
-                                           read_clock);
+                    next =
+                        next_id_claimed(state, test_node(), kMaxUnixMs, seen, slots[w], read_clock);
                 } while (next.status != NextStatus::kIssued);
                 ended[w].push_back({next.id, tick.fetch_add(1)});
                 release_claim(slots[w]);
@@ -137,9 +137,9 @@ TEST(SettledTest, NoBoundAboveAnUnfinishedWriter) {
     }
     for (const std::vector<Ended> &writer : ended) {
         for (const Ended &end : writer) {
-            const auto above = std::upper_bound(
-                samples.begin(), samples.end(), std::make_pair(static_cast<uint64_t>(end.id),
-                                                               UINT64_MAX));
+            const auto above =
+                std::upper_bound(samples.begin(), samples.end(),
+                                 std::make_pair(static_cast<uint64_t>(end.id), UINT64_MAX));
             ASSERT_LT(end.tick, earliest_from[above - samples.begin()])
                 << "id " << end.id << " ended after a bound above it was read";
         }

@@ -249,8 +249,8 @@ void check_before_first_id(SnowflakeShared *shared, snowflake::Node node) {
 // only then may a bound call move the generator on, as an id drawn now would.
 bool issuing_freely(SnowflakeShared *shared, int64_t *node_bits) {
     if (snowflake_datacenter_id_setting < 0 || snowflake_machine_id_setting < 0 ||
-        shared->mark_file_state != MarkFileState::kUsable ||
-        shared->keys_floor.pending.load() || shared->keys_floor.beyond_hold.load() >= 0) {
+        shared->mark_file_state != MarkFileState::kUsable || shared->keys_floor.pending.load() ||
+        shared->keys_floor.beyond_hold.load() >= 0) {
         return false;
     }
     *node_bits = snowflake::make_node(snowflake_datacenter_id_setting, snowflake_machine_id_setting)
@@ -298,11 +298,10 @@ Datum snowflake_nextval(PG_FUNCTION_ARGS) {
         // A transaction's first id claims first, for the settled bound (settled.cpp).
         snowflake::ClaimSlot *claim = snowflake_unclaimed_slot();
         const snowflake::NextResult next =
-            claim != nullptr
-                ? snowflake::next_id_claimed(shared->generator, node, mark, seen_word, *claim,
-                                             snowflake_wall_clock_unix_ms)
-                : snowflake::next_id(shared->generator, node, mark, seen_word,
-                                     snowflake_wall_clock_unix_ms);
+            claim != nullptr ? snowflake::next_id_claimed(shared->generator, node, mark, seen_word,
+                                                          *claim, snowflake_wall_clock_unix_ms)
+                             : snowflake::next_id(shared->generator, node, mark, seen_word,
+                                                  snowflake_wall_clock_unix_ms);
         switch (next.status) {
             case snowflake::NextStatus::kIssued:
                 snowflake_count_issued_id(shared);

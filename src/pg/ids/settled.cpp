@@ -115,7 +115,10 @@ void release_at_end(XactEvent event, void *) {
 // resource owner is released after those callbacks.
 void release_after_commit_callbacks(ResourceReleasePhase phase, bool is_commit, bool is_top_level,
                                     void *) {
-    if (phase == RESOURCE_RELEASE_AFTER_LOCKS && is_top_level && !IsParallelWorker()) {
+    // Only at a transaction's end: a top-level owner released while a transaction runs (as a
+    // walsender or an auxiliary process may) ends nothing.
+    if (phase == RESOURCE_RELEASE_AFTER_LOCKS && is_top_level && !IsParallelWorker() &&
+        !IsTransactionState()) {
         release_own_claim();
     }
 }
@@ -153,13 +156,13 @@ void refuse_during_recovery() {
 
 // The bound over every claim: the state word, the backends' slots, then the prepared entries.
 SettledBound compute_bound() {
-    const uint64_t word =
-        snowflake_shared->generator.after_last_id.load(std::memory_order_acquire);
-    const uint64_t claimed = std::min(
-        snowflake::settled_bound(snowflake_shared->generator, snowflake_claims->slots,
-                                 snowflake_claims->slot_count),
-        snowflake_prepared_claims_bound());
-    const uint64_t bound = std::min(word, claimed);
+    const uint64_t word = snowflake_shared->generator.after_last_id.load(std::memory_order_acquire);
+    // Slots before entries, in statements of their own: a PREPARE moves its claim into an entry
+    // before it releases its slot, so a reader that finds the slot released finds the entry.
+    const uint64_t in_slots = snowflake::settled_bound(
+        snowflake_shared->generator, snowflake_claims->slots, snowflake_claims->slot_count);
+    const uint64_t in_entries = snowflake_prepared_claims_bound();
+    const uint64_t bound = std::min({word, in_slots, in_entries});
     return {static_cast<int64_t>(bound), bound < word};
 }
 
@@ -167,8 +170,9 @@ SettledBound compute_bound() {
 int64 current_bound() {
     SnowflakeShared *shared = snowflake_shared;
     if (shared == nullptr || snowflake_claims == nullptr) {
-        snowflake_report_not_preloaded("The claims of the transactions that hold ids are kept in "
-                                       "shared memory.");
+        snowflake_report_not_preloaded(
+            "The claims of the transactions that hold ids are kept in "
+            "shared memory.");
     }
     refuse_during_recovery();
     refuse_in_transaction_snapshot();
@@ -226,7 +230,11 @@ snowflake::ClaimSlot *snowflake_unclaimed_slot() {
     }
     snowflake::ClaimSlot *slot = own_slot();
     if (slot == nullptr) {
-        elog(ERROR, "snowflake: this process has no claim slot for the ids it draws");
+        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
+                        errmsg("this process has no claim slot for the Snowflake ids it draws"),
+                        errdetail("Every backend and background worker has one; an auxiliary "
+                                  "process has none."),
+                        errhint("Draw ids from a backend or a background worker.")));
     }
     claimed = true;
     return slot;

@@ -35,7 +35,8 @@ bool may_see(Oid role) {
 void add_row(ReturnSetInfo *result, int pid, Oid role, TransactionId xid, uint64_t lowest,
              bool visible) {
     Datum values[kColumns] = {Int32GetDatum(pid), ObjectIdGetDatum(role),
-                              TransactionIdGetDatum(xid), Int64GetDatum(static_cast<int64>(lowest))};
+                              TransactionIdGetDatum(xid),
+                              Int64GetDatum(static_cast<int64>(lowest))};
     bool nulls[kColumns] = {pid == 0, !OidIsValid(role), !TransactionIdIsValid(xid), !visible};
     tuplestore_putvalues(result->setResult, result->setDesc, values, nulls);
 }
@@ -46,8 +47,9 @@ void add_row(ReturnSetInfo *result, int pid, Oid role, TransactionId xid, uint64
 // transaction's, with its xid.
 Datum snowflake_settled_claims(PG_FUNCTION_ARGS) {
     if (snowflake_claims == nullptr) {
-        snowflake_report_not_preloaded("The claims of the transactions that hold ids are kept in "
-                                       "shared memory.");
+        snowflake_report_not_preloaded(
+            "The claims of the transactions that hold ids are kept in "
+            "shared memory.");
     }
     // A prepared transaction that has ended holds nothing, though its entry waits for a bound.
     snowflake_release_ended_prepared_claims();

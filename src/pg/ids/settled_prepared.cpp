@@ -57,9 +57,15 @@ PreparedClaim *take_entry(TransactionId xid) {
     return nullptr;
 }
 
-// The file of a transaction's claim.
-const char *claim_file_name(TransactionId xid) {
-    return psprintf("%s/%08X", kClaimsDirectory, xid);
+// The file of a transaction's claim, in the caller's buffer: replay calls this for every file on
+// every claim record, and the startup process frees no memory between records.
+struct ClaimPath {
+    char text[sizeof(kClaimsDirectory) + 10];
+};
+ClaimPath claim_file_name(TransactionId xid) {
+    ClaimPath path;
+    snprintf(path.text, sizeof(path.text), "%s/%08X", kClaimsDirectory, xid);
+    return path;
 }
 
 // Releases the entry of a transaction that is no longer in progress, and removes its file:
@@ -73,15 +79,20 @@ bool release_if_ended(PreparedClaim &entry) {
     }
     snowflake::release_claim(entry.claim);
     entry.xid.store(0);
-    (void)unlink(claim_file_name(xid));
+    (void)unlink(claim_file_name(xid).text);
     return true;
 }
 
 // Whether a transaction whose claim a standby replayed has ended there: the commit log says so,
-// or the xid is older than what it still holds, which no prepared transaction can be.
+// or the xid is older than what it still holds, which no prepared transaction can be. A file of
+// an xid that replay has not reached yet (a base backup copies files written after its start)
+// is kept, and its status not looked up, since the commit log may not hold it yet.
 bool ended_in_recovery(TransactionId xid) {
-    return TransactionIdPrecedes(xid, snowflake_oldest_clog_xid()) ||
-           TransactionIdDidCommit(xid) || TransactionIdDidAbort(xid);
+    if (!TransactionIdPrecedes(xid, XidFromFullTransactionId(ReadNextFullTransactionId()))) {
+        return false;
+    }
+    return TransactionIdPrecedes(xid, snowflake_oldest_clog_xid()) || TransactionIdDidCommit(xid) ||
+           TransactionIdDidAbort(xid);
 }
 
 // Removes the files of claims whose transactions have ended, while a standby replays: nothing
@@ -97,7 +108,7 @@ void remove_ended_files_in_recovery() {
         char tail = '\0';
         if (sscanf(entry->d_name, "%8X%c", &xid, &tail) == 1 && TransactionIdIsNormal(xid) &&
             ended_in_recovery(xid)) {
-            (void)unlink(claim_file_name(xid));
+            (void)unlink(claim_file_name(xid).text);
         }
     }
     FreeDir(directory);
@@ -108,10 +119,13 @@ void keep_in_memory(TransactionId xid, uint64_t lowest) {
     PreparedClaim *entry = take_entry(xid);
     if (entry == nullptr) {
         ereport(ERROR, (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-                        errmsg("no room to keep the ids of this prepared transaction for the "
-                               "settled bound"),
+                        errmsg("no room to keep the ids of prepared transaction %u for the "
+                               "settled bound",
+                               xid),
+                        errdetail("Every entry holds a prepared transaction that is still in "
+                                  "progress."),
                         errhint("Commit or roll back prepared transactions (pg_prepared_xacts), "
-                                "then prepare this one again.")));
+                                "then try again.")));
     }
     snowflake::claim_from(entry->claim, lowest);
 }
@@ -119,22 +133,28 @@ void keep_in_memory(TransactionId xid, uint64_t lowest) {
 // Writes and syncs the file of a claim, so that a start after a crash finds it. elevel ERROR
 // fails the PREPARE (or, in replay, stops the startup process) rather than forget it.
 void write_claim_file(const ClaimRecord &record, int elevel) {
-    if (MakePGDirectory(kClaimsDirectory) != 0 && errno != EEXIST) {
+    if (MakePGDirectory(kClaimsDirectory) == 0) {
+        // The new directory's entry must outlive a crash as the file in it does.
+        (void)fsync_fname_ext(".", true, false, elevel);
+    } else if (errno != EEXIST) {
         ereport(elevel, (errcode_for_file_access(),
                          errmsg("could not create directory \"%s\": %m", kClaimsDirectory)));
         return;
     }
-    const char *path = claim_file_name(record.xid);
+    const ClaimPath claim_path = claim_file_name(record.xid);
+    const char *path = claim_path.text;
     const int fd = OpenTransientFile(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | PG_BINARY);
     if (fd < 0) {
         ereport(elevel,
                 (errcode_for_file_access(), errmsg("could not create file \"%s\": %m", path)));
         return;
     }
-    const char *text = psprintf("%" PRIu64 "\n", record.lowest);
-    const ssize_t size = static_cast<ssize_t>(strlen(text));
+    char text[24];
+    const ssize_t size = snprintf(text, sizeof(text), "%" PRIu64 "\n", record.lowest);
+    errno = 0;
     if (write(fd, text, size) != size || pg_fsync(fd) != 0) {
-        const int saved = errno;
+        // A short write sets no errno: the disk is full.
+        const int saved = errno != 0 ? errno : ENOSPC;
         (void)CloseTransientFile(fd);
         errno = saved;
         ereport(elevel,
@@ -198,8 +218,13 @@ void read_claim_files() {
         if (sscanf(entry->d_name, "%8X%c", &xid, &tail) != 1) {
             continue;
         }
-        const char *path = claim_file_name(xid);
-        if (!TransactionIdIsInProgress(xid)) {
+        const ClaimPath claim_path = claim_file_name(xid);
+        const char *path = claim_path.text;
+        // A file of an xid not yet assigned comes from another history (a restore to an earlier
+        // point): no transaction of this one holds it.
+        if (!TransactionIdIsNormal(xid) ||
+            !TransactionIdPrecedes(xid, XidFromFullTransactionId(ReadNextFullTransactionId())) ||
+            !TransactionIdIsInProgress(xid)) {
             (void)unlink(path);
             continue;
         }
@@ -226,7 +251,11 @@ void snowflake_release_ended_prepared_claims() {
 
 void snowflake_keep_claim_for_prepare(uint64_t lowest) {
     snowflake_release_ended_prepared_claims();
-    ClaimRecord record{GetTopTransactionId(), lowest};
+    // Zeroed whole, padding included, since the WAL record carries its bytes.
+    ClaimRecord record;
+    memset(&record, 0, sizeof(record));
+    record.xid = GetTopTransactionId();
+    record.lowest = lowest;
     keep_in_memory(record.xid, record.lowest);
     write_claim_file(record, ERROR);
     // The PREPARE's own record follows it in the WAL, and is flushed before the PREPARE returns.
