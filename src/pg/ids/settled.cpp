@@ -168,12 +168,8 @@ SettledBound compute_bound() {
 
 // The bound for a reader, refused where it cannot be used safely.
 int64 current_bound() {
+    snowflake_require_claims_memory();
     SnowflakeShared *shared = snowflake_shared;
-    if (shared == nullptr || snowflake_claims == nullptr) {
-        snowflake_report_not_preloaded(
-            "The claims of the transactions that hold ids are kept in "
-            "shared memory.");
-    }
     refuse_during_recovery();
     refuse_in_transaction_snapshot();
     snowflake_raise_quiet_generator(shared);
@@ -183,6 +179,13 @@ int64 current_bound() {
 }  // namespace
 
 ClaimsShared *snowflake_claims = nullptr;
+
+void snowflake_require_claims_memory() {
+    if (snowflake_shared == nullptr || snowflake_claims == nullptr) {
+        snowflake_report_not_preloaded(
+            "The claims of the transactions that hold ids are kept in shared memory.");
+    }
+}
 
 Size snowflake_claims_memory_size() {
     return add_size(slots_size(), mul_size(prepared_count(), sizeof(PreparedClaim)));

@@ -46,11 +46,7 @@ void add_row(ReturnSetInfo *result, int pid, Oid role, TransactionId xid, uint64
 // The claims as they are now: each backend's, with its pid and role, and each prepared
 // transaction's, with its xid.
 Datum snowflake_settled_claims(PG_FUNCTION_ARGS) {
-    if (snowflake_claims == nullptr) {
-        snowflake_report_not_preloaded(
-            "The claims of the transactions that hold ids are kept in "
-            "shared memory.");
-    }
+    snowflake_require_claims_memory();
     // A prepared transaction that has ended holds nothing, though its entry waits for a bound.
     snowflake_release_ended_prepared_claims();
     InitMaterializedSRF(fcinfo, 0);

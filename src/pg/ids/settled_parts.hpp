@@ -32,6 +32,9 @@ struct ClaimsShared {
 
 extern ClaimsShared *snowflake_claims;
 
+// Refuses, with the line to add, where the library was not preloaded and there are no claims.
+void snowflake_require_claims_memory();
+
 // The entries after the slots.
 PreparedClaim *snowflake_prepared_claims(ClaimsShared *claims);
 

@@ -83,12 +83,29 @@ bool release_if_ended(PreparedClaim &entry) {
     return true;
 }
 
+// The xid a file of the claims' directory is named for; false for any other name.
+bool xid_of_claim_file(const char *name, TransactionId *xid) {
+    unsigned int parsed = 0;
+    char tail = '\0';
+    if (sscanf(name, "%8X%c", &parsed, &tail) != 1) {
+        return false;
+    }
+    *xid = parsed;
+    return true;
+}
+
+// Whether an xid was assigned yet, in this history or as far as replay has reached; the commit
+// log may not hold one that was not.
+bool assigned_yet(TransactionId xid) {
+    return TransactionIdPrecedes(xid, XidFromFullTransactionId(ReadNextFullTransactionId()));
+}
+
 // Whether a transaction whose claim a standby replayed has ended there: the commit log says so,
 // or the xid is older than what it still holds, which no prepared transaction can be. A file of
 // an xid that replay has not reached yet (a base backup copies files written after its start)
 // is kept, and its status not looked up, since the commit log may not hold it yet.
 bool ended_in_recovery(TransactionId xid) {
-    if (!TransactionIdPrecedes(xid, XidFromFullTransactionId(ReadNextFullTransactionId()))) {
+    if (!assigned_yet(xid)) {
         return false;
     }
     return TransactionIdPrecedes(xid, snowflake_oldest_clog_xid()) || TransactionIdDidCommit(xid) ||
@@ -104,9 +121,8 @@ void remove_ended_files_in_recovery() {
     }
     struct dirent *entry;
     while ((entry = ReadDir(directory, kClaimsDirectory)) != nullptr) {
-        unsigned int xid = 0;
-        char tail = '\0';
-        if (sscanf(entry->d_name, "%8X%c", &xid, &tail) == 1 && TransactionIdIsNormal(xid) &&
+        TransactionId xid = InvalidTransactionId;
+        if (xid_of_claim_file(entry->d_name, &xid) && TransactionIdIsNormal(xid) &&
             ended_in_recovery(xid)) {
             (void)unlink(claim_file_name(xid).text);
         }
@@ -213,18 +229,15 @@ void read_claim_files() {
     }
     struct dirent *entry;
     while ((entry = ReadDir(directory, kClaimsDirectory)) != nullptr) {
-        unsigned int xid = 0;
-        char tail = '\0';
-        if (sscanf(entry->d_name, "%8X%c", &xid, &tail) != 1) {
+        TransactionId xid = InvalidTransactionId;
+        if (!xid_of_claim_file(entry->d_name, &xid)) {
             continue;
         }
         const ClaimPath claim_path = claim_file_name(xid);
         const char *path = claim_path.text;
         // A file of an xid not yet assigned comes from another history (a restore to an earlier
         // point): no transaction of this one holds it.
-        if (!TransactionIdIsNormal(xid) ||
-            !TransactionIdPrecedes(xid, XidFromFullTransactionId(ReadNextFullTransactionId())) ||
-            !TransactionIdIsInProgress(xid)) {
+        if (!TransactionIdIsNormal(xid) || !assigned_yet(xid) || !TransactionIdIsInProgress(xid)) {
             (void)unlink(path);
             continue;
         }
