@@ -52,14 +52,17 @@ LastIssued last_issued(const GeneratorState &state) noexcept {
     return {true, static_cast<int64_t>((after_last - 1) >> kTimestampShift) + kEpochUnixMs};
 }
 
-void raise_floor(GeneratorState &state, int64_t through_unix_ms) noexcept {
+uint64_t word_through(int64_t through_unix_ms) noexcept {
     if (through_unix_ms < kEpochUnixMs) {
-        return;
+        return 0;
     }
-    // One more than the largest id of the millisecond, whatever the node; a mark past the field
-    // (a lease taken in its last second) uses up every id.
+    // A mark past the field (a lease taken in its last second) uses up every id.
     const int64_t through = through_unix_ms < kMaxUnixMs ? through_unix_ms : kMaxUnixMs;
-    const uint64_t floor = static_cast<uint64_t>(through - kEpochUnixMs + 1) << kTimestampShift;
+    return static_cast<uint64_t>(through - kEpochUnixMs + 1) << kTimestampShift;
+}
+
+void raise_floor(GeneratorState &state, int64_t through_unix_ms) noexcept {
+    const uint64_t floor = word_through(through_unix_ms);
     uint64_t after_last = state.after_last_id.load(std::memory_order_acquire);
     while (after_last < floor &&
            !state.after_last_id.compare_exchange_weak(after_last, floor, std::memory_order_acq_rel,

@@ -116,8 +116,14 @@ NextResult next_id(GeneratorState &state, Node node, int64_t issue_limit_unix_ms
 // The timestamp of the last id issued from this state, for introspection.
 LastIssued last_issued(const GeneratorState &state) noexcept;
 
+// One more than the last id of a millisecond, whatever the node: the state word of a generator
+// raised through it, and the highest bound a mark at it covers. 0 before the epoch; 2^63 (every
+// id used) at the layout's end and past it.
+uint64_t word_through(int64_t through_unix_ms) noexcept;
+
 // Marks every id up to and including the millisecond through_unix_ms as used, so that a state
 // restored from a durable mark (or a standby's state, from the primary's marks) never reissues.
+// It never lowers the word. Only the glue's one raise of the generator calls it.
 void raise_floor(GeneratorState &state, int64_t through_unix_ms) noexcept;
 
 // The durable mark is a lease: a timestamp at or past every timestamp issued. It is extended to

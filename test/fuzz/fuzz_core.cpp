@@ -12,6 +12,7 @@
 #include "core/layout.hpp"
 #include "core/key_floor.hpp"
 #include "core/mark_file.hpp"
+#include "core/mark_rules.hpp"
 
 namespace {
 
@@ -118,7 +119,9 @@ void check_mark_file(Input &input) {
     }
     const int64_t mark = input.take<int64_t>() & INT64_MAX;
     const uint64_t system_identifier = input.take<uint64_t>() | 1;
-    const int64_t node_bits = input.take<int64_t>() & kNodeFieldsMask;
+    // An odd byte stands for a file that names no pair.
+    const int64_t node_bits =
+        input.take<uint8_t>() % 2 == 1 ? -1 : input.take<int64_t>() & kNodeFieldsMask;
     const MarkFileText text = format_mark_file(mark, system_identifier, node_bits);
     const MarkFileResult round_trip = parse_mark_file(text.bytes, text.size);
     if (mark >= kEpochUnixMs && mark <= kMaxUnixMs) {
@@ -128,6 +131,25 @@ void check_mark_file(Input &input) {
     } else {
         require(round_trip.status == MarkFileStatus::kOutOfRange);
     }
+}
+
+// A planned mark is never below the highest known nor outside the layout; a bound is never
+// negative, nor above what the mark covers.
+void check_mark_rules(Input &input) {
+    const int64_t known = input.take<int64_t>();
+    const int64_t cover = input.take<int64_t>();
+    const MarkPlan plan = plan_mark(known, cover);
+    require((plan.move == MarkMove::kOutOfRange) == !clock_in_layout(cover));
+    require(plan.move != MarkMove::kWrite ||
+            (plan.mark_unix_ms > known && clock_in_layout(plan.mark_unix_ms)));
+    const MarkPlan lease = plan_lease(known, cover);
+    require(lease.move != MarkMove::kWrite ||
+            (lease.mark_unix_ms > known && lease.mark_unix_ms >= cover &&
+             lease.mark_unix_ms <= kMaxUnixMs));
+    const uint64_t lowest = input.take<uint64_t>();
+    const int64_t bound = covered_bound(lowest, cover);
+    require(bound >= 0 && static_cast<uint64_t>(bound) <= lowest &&
+            static_cast<uint64_t>(bound) <= word_through(cover));
 }
 
 // Drives one generator with a clock, node ids and a mark that the input moves around, and checks
@@ -270,6 +292,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     check_codec(input);
     check_id_text(input);
     check_mark_file(input);
+    check_mark_rules(input);
     check_generator(input);
     check_fleet(input);
     return 0;
