@@ -53,6 +53,39 @@ size_t parse_line(const char *bytes, size_t begin, size_t end, const char *key, 
     return digits_end + 1;
 }
 
+// The value a version 2 file gives a node id it does not know (1.11): a standby with no pair set
+// that replays a mark record of a primary before 1.10, whose records name no pair.
+constexpr char kNoPair[] = "none";
+
+// Reads "key=none\n" at begin; returns the index after the line, or 0.
+size_t parse_no_pair_line(const char *bytes, size_t begin, size_t end, const char *key) noexcept {
+    const size_t key_size = std::strlen(key);
+    const size_t value_size = sizeof(kNoPair) - 1;
+    if (end - begin < key_size + value_size + 1 || std::memcmp(bytes + begin, key, key_size) != 0 ||
+        std::memcmp(bytes + begin + key_size, kNoPair, value_size) != 0 ||
+        bytes[begin + key_size + value_size] != '\n') {
+        return 0;
+    }
+    return begin + key_size + value_size + 1;
+}
+
+// Reads the two lines of a version 2 file's node pair at begin: both numbers, or both "none"
+// (node_bits -1). Returns the index after them, or 0.
+size_t parse_pair(const char *bytes, size_t begin, size_t end, int64_t *node_bits) noexcept {
+    size_t line_end = parse_no_pair_line(bytes, begin, end, kDatacenterKey);
+    if (line_end != 0) {
+        *node_bits = -1;
+        return parse_no_pair_line(bytes, line_end, end, kMachineKey);
+    }
+    uint64_t datacenter = 0;
+    uint64_t machine = 0;
+    line_end = parse_line(bytes, begin, end, kDatacenterKey, kMaxDatacenterId, &datacenter);
+    line_end =
+        line_end == 0 ? 0 : parse_line(bytes, line_end, end, kMachineKey, kMaxMachineId, &machine);
+    *node_bits = static_cast<int64_t>(datacenter << kDatacenterShift | machine << kMachineShift);
+    return line_end;
+}
+
 // Reads the lines before the checksum of either version; returns where they end, or 0.
 size_t parse_body(const char *bytes, size_t size, int64_t *mark, uint64_t *system_identifier,
                   int64_t *node_bits) noexcept {
@@ -64,21 +97,12 @@ size_t parse_body(const char *bytes, size_t size, int64_t *mark, uint64_t *syste
     *system_identifier = 0;
     *node_bits = -1;
     if (std::memcmp(bytes, kVersion2Header, header_size) == 0) {
-        uint64_t datacenter = 0;
-        uint64_t machine = 0;
         line_end = parse_line(bytes, line_end, size, kSystemKey, UINT64_MAX, system_identifier);
-        line_end = line_end == 0 ? 0
-                                 : parse_line(bytes, line_end, size, kDatacenterKey,
-                                              kMaxDatacenterId, &datacenter);
-        line_end = line_end == 0
-                       ? 0
-                       : parse_line(bytes, line_end, size, kMachineKey, kMaxMachineId, &machine);
-        // Version 2 always names its cluster and its pair.
+        line_end = line_end == 0 ? 0 : parse_pair(bytes, line_end, size, node_bits);
+        // Version 2 always names its cluster, and its pair or "none".
         if (line_end == 0 || *system_identifier == 0) {
             return 0;
         }
-        *node_bits =
-            static_cast<int64_t>(datacenter << kDatacenterShift | machine << kMachineShift);
     } else if (std::memcmp(bytes, kVersion1Header, header_size) != 0) {
         return 0;
     }
@@ -104,12 +128,21 @@ uint32_t crc32c(const char *bytes, size_t size) noexcept {
 MarkFileText format_mark_file(int64_t mark_unix_ms, uint64_t system_identifier,
                               int64_t node_bits) noexcept {
     MarkFileText text{};
+    char datacenter[8];
+    char machine[8];
+    if (node_bits < 0) {
+        std::snprintf(datacenter, sizeof(datacenter), "%s", kNoPair);
+        std::snprintf(machine, sizeof(machine), "%s", kNoPair);
+    } else {
+        std::snprintf(datacenter, sizeof(datacenter), "%lld",
+                      static_cast<long long>(node_bits >> kDatacenterShift & kMaxDatacenterId));
+        std::snprintf(machine, sizeof(machine), "%lld",
+                      static_cast<long long>(node_bits >> kMachineShift & kMaxMachineId));
+    }
     const int body = std::snprintf(
-        text.bytes, sizeof(text.bytes), "%s%s%llu\n%s%lld\n%s%lld\n%s%lld\n", kVersion2Header,
-        kSystemKey, static_cast<unsigned long long>(system_identifier), kDatacenterKey,
-        static_cast<long long>(node_bits >> kDatacenterShift & kMaxDatacenterId), kMachineKey,
-        static_cast<long long>(node_bits >> kMachineShift & kMaxMachineId), kMarkKey,
-        static_cast<long long>(mark_unix_ms));
+        text.bytes, sizeof(text.bytes), "%s%s%llu\n%s%s\n%s%s\n%s%lld\n", kVersion2Header,
+        kSystemKey, static_cast<unsigned long long>(system_identifier), kDatacenterKey, datacenter,
+        kMachineKey, machine, kMarkKey, static_cast<long long>(mark_unix_ms));
     const int trailer = std::snprintf(text.bytes + body, sizeof(text.bytes) - body, "%s%08x\n",
                                       kChecksumKey, crc32c(text.bytes, body));
     text.size = static_cast<size_t>(body + trailer);

@@ -32,7 +32,7 @@ struct MarkFileResult {
     // names none.
     uint64_t system_identifier;
     // The node fields (core/generator.hpp, Node::bits) of the ids it covers, or -1 in a version 1
-    // file.
+    // file and in a version 2 file that names no pair.
     int64_t node_bits;
 };
 
@@ -40,7 +40,7 @@ struct MarkFileResult {
 uint32_t crc32c(const char *bytes, size_t size) noexcept;
 
 // The exact bytes written for a mark by the cluster of a system identifier (never 0), for the
-// ids of a node pair.
+// ids of a node pair, or of none (node_bits -1: "none" in both lines, since 1.11).
 MarkFileText format_mark_file(int64_t mark_unix_ms, uint64_t system_identifier,
                               int64_t node_bits) noexcept;
 

@@ -112,6 +112,29 @@ TEST(MarkFileTest, Version2NamesItsClusterAndPair) {
     }
 }
 
+// A standby with no pair set that replays a record naming none writes "none" in both lines
+// (1.11); one "none" beside a number is no pair at all.
+TEST(MarkFileTest, Version2MayNameNoPair) {
+    const std::string none = text_of(1764464000000, kSystemIdentifier, -1);
+    EXPECT_NE(none.find("datacenter_id=none\nmachine_id=none\n"), std::string::npos) << none;
+    const MarkFileResult parsed = parse(none);
+    EXPECT_EQ(parsed.status, MarkFileStatus::kOk);
+    EXPECT_EQ(parsed.node_bits, -1);
+    EXPECT_EQ(parsed.system_identifier, kSystemIdentifier);
+    EXPECT_EQ(parsed.mark_unix_ms, 1764464000000);
+    for (const std::string &body :
+         {std::string("snowflake mark v2\nsystem_identifier=1\ndatacenter_id=none\nmachine_id=13\n"
+                      "mark_unix_ms=1764464000000\n"),
+          std::string("snowflake mark v2\nsystem_identifier=1\ndatacenter_id=7\nmachine_id=none\n"
+                      "mark_unix_ms=1764464000000\n"),
+          std::string("snowflake mark v2\nsystem_identifier=1\ndatacenter_id=nonE\n"
+                      "machine_id=none\nmark_unix_ms=1764464000000\n"),
+          std::string("snowflake mark v2\nsystem_identifier=1\ndatacenter_id=none\n"
+                      "machine_id=nonee\nmark_unix_ms=1764464000000\n")}) {
+        EXPECT_EQ(parse(version_2_text_of(body)).status, MarkFileStatus::kMalformed) << body;
+    }
+}
+
 // A well-formed file whose mark no id can carry would wrap the generator: it counts as damaged.
 TEST(MarkFileTest, MarksOutsideTheLayoutAreRejected) {
     for (const int64_t mark :
