@@ -146,6 +146,10 @@ dist: META.json
 # it includes only the C++ standard library (headers without an extension) and itself, so that no
 # PostgreSQL or C header can creep in.
 OWNING_STD_TYPES = (std::(basic_string|string|wstring|u16string|u32string|vector|map|multimap|unordered_map|unordered_multimap|set|multiset|unordered_set|unordered_multiset|list|forward_list|deque|queue|priority_queue|stack|function|unique_ptr|shared_ptr|weak_ptr|optional|variant|any|[a-z]*stream|[a-z]*streambuf|regex|thread|jthread|lock_guard|unique_lock|scoped_lock|shared_lock)\b|using namespace std)
+# The one write of the mark and the one raise of the generator (src/pg/ids/durable_mark.cpp,
+# doc/design.md "One write, one raise"): elsewhere the glue only loads the shared values behind
+# them, and never formats the mark file, logs its WAL record or raises the generator's word.
+MARK_RAW = snowflake::raise_floor|format_mark_file|kXlogMark|(durable_mark_ms|logged_mark_ms|logged_mark_lsn|lease_floor_ms|after_last_id)(?!\.load\()
 boundarycheck:
 	@if grep -rnE --include='*.cpp' --include='*.hpp' '$(OWNING_STD_TYPES)' $(srcdir)/src/pg; then \
 		echo "src/pg holds an owning standard-library type: an ereport would skip its destructor"; \
@@ -167,6 +171,17 @@ boundarycheck:
 		exit 1; \
 	fi
 	@echo "src/pg: each folder includes the top level and itself; one arrow between folders"
+	@if grep -rnP --include='*.cpp' --include='*.hpp' '$(MARK_RAW)' $(srcdir)/src/pg | \
+		grep -vE '^$(srcdir)/src/pg/(ids/durable_mark\.(cpp|hpp)|shared_state\.hpp):'; then \
+		echo "src/pg writes the mark or raises the generator outside src/pg/ids/durable_mark.cpp"; \
+		exit 1; \
+	fi
+	@if grep -rnE --include='*.cpp' --include='*.hpp' 'snowflake::next_id(_claimed)?\(' \
+		$(srcdir)/src/pg | grep -v '^$(srcdir)/src/pg/ids/generate\.cpp:'; then \
+		echo "src/pg issues ids outside src/pg/ids/generate.cpp"; \
+		exit 1; \
+	fi
+	@echo "src/pg: one write of the mark, one raise of the generator, one issue of ids"
 
 # An extension directory of its own, for PostgreSQL 18's extension_control_path and
 # dynamic_library_path (README "Installation"): the control file and scripts in

@@ -104,21 +104,16 @@ void request_shared_memory() {
     RequestAddinShmemSpace(snowflake_claims_memory_size());
 }
 
-// When the postmaster exits normally (a fast, smart or immediate stop), every backend is gone and
-// every id issued is in the state word, so the exact last timestamp replaces the lease: after a
-// fast or smart stop the next start has nothing to wait out (after an immediate one, crash
-// recovery replays the last mark records, whose lease is waited out). While nothing was issued
-// since a stored key raised the generator, the file keeps its lease instead, which covers every
-// id issued, and the next start reads the keys again: a key removed meanwhile holds nothing back.
-// At a crash re-initialisation (code 1) the lease stays: the memory a crashed backend could have
-// scribbled on is not trusted.
-void save_final_mark(int code, Datum) {
+// When the postmaster exits normally (a fast, smart or immediate stop), the floor from stored
+// keys arms itself again if nothing was issued since a stored key raised the generator: the
+// raise is in memory only, and the next start reads the keys afresh (a key removed meanwhile
+// holds nothing back). The mark file keeps its lease, which covers every id issued and every
+// bound read; no stop writes a mark, since that would lower it. At a crash re-initialisation
+// (code 1) nothing is done: the memory a crashed backend could have scribbled on is not trusted.
+void rearm_floor_at_exit(int code, Datum) {
     SnowflakeShared *shared = snowflake_shared;
-    // When the floor holds generation, it also arms itself again for the next start: asked
-    // first, so that it does so whether or not an id was issued.
-    if (code == 0 && shared != nullptr && !snowflake_keys_floor_holds_generation(shared) &&
-        snowflake_final_mark_due(shared)) {
-        snowflake_write_final_mark(shared);
+    if (code == 0 && shared != nullptr) {
+        snowflake_keys_floor_rearm_at_stop(shared);
     }
 }
 
@@ -150,7 +145,7 @@ void attach_shared_memory() {
     // (or a standalone backend), before any other process exists to look at the struct.
     if (!found) {
         if (!IsUnderPostmaster) {
-            on_shmem_exit(save_final_mark, 0);
+            on_shmem_exit(rearm_floor_at_exit, 0);
         }
         const MarkRestore restore = snowflake_restore_durable_mark(shared);
         snowflake_arm_keys_floor(shared,

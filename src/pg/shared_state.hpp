@@ -148,9 +148,5 @@ extern SnowflakeShared *snowflake_shared;
 // Adds one to this backend's issued-id count without touching another backend's cache line.
 void snowflake_count_issued_id(SnowflakeShared *shared);
 
-// The generator's clock in the milliseconds of the id layout (generate.cpp): what every reading
-// that ids are compared with must use, the floor from keys' included.
-int64_t snowflake_wall_clock_unix_ms();
-
 // Sums every backend's issued-id count, for snowflake_info().
 uint64_t snowflake_total_issued_ids(const SnowflakeShared *shared);

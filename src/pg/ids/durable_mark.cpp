@@ -1,7 +1,14 @@
 // The durable mark: a timestamp at or past every timestamp this server issued, kept in the data
 // directory and in WAL, so that neither a restart, nor a crash, nor a failover reissues an id.
 //
-// Locking. mark_lock (one LWLock of the "snowflake" tranche) serialises extensions: only its
+// One function writes the mark (move_mark) and one raises the generator
+// (snowflake_raise_generator). Every path goes through them: an id's extension of the lease, a
+// read of the settled bound, WAL replay, the restore at start-up and the floor from stored keys.
+// Both follow the rules of src/core/mark_rules.hpp: no write below the highest mark known, no
+// write outside the layout, no raise that lowers the generator. `make boundarycheck` fails when
+// another file calls the raw write or raise.
+//
+// Locking. mark_lock (one LWLock of the "snowflake" tranche) serialises the writes: only its
 // holder writes the file and the WAL record, flushes that record (so that walsenders ship it) and
 // records it as the logged mark. Publishing a logged mark as durable_mark_ms, the limit every
 // generating backend loads, happens outside the lock: at once without synchronous standbys, or
@@ -11,12 +18,11 @@
 // stuck in fsync keeps no cancel, statement_timeout or termination from its waiters; the holder
 // itself answers them only once the kernel returns. Generating backends proceed without the lock
 // while the clock is below the published mark, so the fsyncs of an extension are never on the path
-// of other backends' ids. WAL replay (the startup process) and the postmaster's final write run
-// when no backend generates. The error-boundary rules are stated at the top of module.cpp.
+// of other backends' ids. WAL replay (the startup process) takes the lock while no backend
+// generates. The error-boundary rules are stated at the top of module.cpp.
 
 #include <cerrno>
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 extern "C" {
@@ -31,7 +37,6 @@ extern "C" {
 #include "replication/syncrep.h"
 #include "replication/walsender.h"
 #include "storage/fd.h"
-#include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "utils/wait_event.h"
@@ -41,9 +46,9 @@ extern "C" {
 
 #include "core/generator.hpp"
 #include "core/mark_file.hpp"
+#include "core/mark_rules.hpp"
 #include "pg/compat.hpp"
 #include "pg/ids/durable_mark.hpp"
-#include "pg/ids/keys_floor.hpp"
 #include "pg/ids/settled_parts.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
@@ -60,51 +65,45 @@ constexpr char kWriteFailureHint[] =
     "operating-system user, free space, a failing device: the error and the server log say "
     "which); generation resumes by itself once the file can be written.";
 
-// Reports a failed step of writing the mark file at elevel; errno says why.
-void report_write_failure(int elevel, const char *step, const char *file_name) {
-    ereport(elevel, (errcode_for_file_access(),
-                     errmsg("could not %s snowflake mark file \"%s\": %m", step, file_name),
-                     errdetail("%s", kWriteFailureDetail), errhint("%s", kWriteFailureHint)));
+// Reports a failed step of writing the mark file; errno says why.
+[[noreturn]] void report_write_failure(const char *step, const char *file_name) {
+    ereport(ERROR, (errcode_for_file_access(),
+                    errmsg("could not %s snowflake mark file \"%s\": %m", step, file_name),
+                    errdetail("%s", kWriteFailureDetail), errhint("%s", kWriteFailureHint)));
+    pg_unreachable();
 }
 
 // Writes the mark to a temporary file and renames it into place; durable_rename fsyncs the file
 // and the directory. The temporary file is created anew, so that whatever stood at its name (a
-// FIFO would block the open for ever) is replaced or reported. Returns false after reporting at
-// elevel, when elevel lets it return.
-bool write_mark_file(int64 mark_unix_ms, int64 node_bits, int elevel) {
+// FIFO would block the open for ever) is replaced or reported.
+void write_mark_file(int64 mark_unix_ms, int64 node_bits) {
     const snowflake::MarkFileText text =
         snowflake::format_mark_file(mark_unix_ms, GetSystemIdentifier(), node_bits);
     if (unlink(kMarkTempFileName) != 0 && errno != ENOENT) {
-        report_write_failure(elevel, "remove", kMarkTempFileName);
-        return false;
+        report_write_failure("remove", kMarkTempFileName);
     }
     const int fd = OpenTransientFile(kMarkTempFileName, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY);
     if (fd < 0) {
-        report_write_failure(elevel, "create", kMarkTempFileName);
-        return false;
+        report_write_failure("create", kMarkTempFileName);
     }
     errno = 0;
     if (write(fd, text.bytes, text.size) != static_cast<ssize_t>(text.size)) {
         const int write_errno = errno != 0 ? errno : ENOSPC;
         CloseTransientFile(fd);
         errno = write_errno;
-        report_write_failure(elevel, "write", kMarkTempFileName);
-        return false;
+        report_write_failure("write", kMarkTempFileName);
     }
     if (CloseTransientFile(fd) != 0) {
-        report_write_failure(elevel, "close", kMarkTempFileName);
-        return false;
+        report_write_failure("close", kMarkTempFileName);
     }
     // durable_rename logs the system's reason itself; the error that follows says what to do.
     if (durable_rename(kMarkTempFileName, kMarkFileName, LOG) != 0) {
-        ereport(elevel,
+        ereport(ERROR,
                 (errcode_for_file_access(),
                  errmsg("could not put snowflake mark file \"%s\" in place", kMarkFileName),
                  errdetail("%s The server log has the system's reason.", kWriteFailureDetail),
                  errhint("%s", kWriteFailureHint)));
-        return false;
     }
-    return true;
 }
 
 // Several processes may raise the same shared value; none may lower it.
@@ -116,21 +115,18 @@ void raise_to(std::atomic<int64_t> &value, int64_t at_least) {
     }
 }
 
-// Raises the generator and the mark to at least mark_unix_ms, never lowering either.
+// A mark read from the file or replayed from WAL is durable already: the generator, the logged
+// mark and the issue limit are raised to it, never lowered, so that the next write plans from it.
 void adopt_mark(SnowflakeShared *shared, int64 mark_unix_ms) {
-    snowflake_raise_generator_through(shared, mark_unix_ms);
+    snowflake_raise_generator(shared, mark_unix_ms, GeneratorRaise::kLease);
+    raise_to(shared->logged_mark_ms, mark_unix_ms);
     raise_to(shared->durable_mark_ms, mark_unix_ms);
 }
 
-// Refuses generation for a mark file that exists but cannot be read, and says why in the log.
-void record_unreadable_mark_file(SnowflakeShared *shared, int file_errno) {
-    shared->mark_file_state = MarkFileState::kUnreadable;
-    shared->mark_file_errno = file_errno;
-    errno = file_errno;
-    ereport(LOG, (errcode_for_file_access(),
-                  errmsg("could not read snowflake mark file \"%s\": %m; snowflake_nextval() "
-                         "will refuse to generate ids",
-                         kMarkFileName)));
+// The highest mark this server knows to be durable: restored, replayed or written since the start.
+int64 highest_known_mark(const SnowflakeShared *shared) {
+    return Max(shared->logged_mark_ms.load(std::memory_order_acquire),
+               shared->durable_mark_ms.load(std::memory_order_acquire));
 }
 
 // The mark and, since 1.10, the node fields of the ids it covers; a record of an older primary
@@ -138,83 +134,6 @@ void record_unreadable_mark_file(SnowflakeShared *shared, int file_errno) {
 struct MarkRecord {
     int64 mark_unix_ms;
     int64 node_bits;
-};
-
-// The pair a mark without one speaks for (a version 1 file, a record of an older primary): the one
-// this server is set to, whose standby inherits its primary's; -1 while none is set.
-int64 configured_node_bits() {
-    const snowflake::NodeResult configured =
-        snowflake::make_node(snowflake_datacenter_id_setting, snowflake_machine_id_setting);
-    return configured.status == snowflake::CodecStatus::kOk ? configured.node.bits : -1;
-}
-
-// The record may not be aligned in the WAL buffer, so it is copied out.
-MarkRecord record_mark(XLogReaderState *record) {
-    MarkRecord mark_record{0, -1};
-    memcpy(&mark_record, XLogRecGetData(record),
-           Min(XLogRecGetDataLen(record), sizeof(mark_record)));
-    return mark_record;
-}
-
-// Replay keeps a standby's generator above every mark of its primary, so that after promotion
-// it issues only ids above those the primary issued up to the last WAL received.
-void redo_mark(XLogReaderState *record) {
-    SnowflakeShared *shared = snowflake_shared;
-    const MarkRecord mark_record = record_mark(record);
-    const int64 mark = mark_record.mark_unix_ms;
-    if (shared == nullptr || mark <= shared->durable_mark_ms.load(std::memory_order_relaxed)) {
-        return;
-    }
-    const int64 node_bits =
-        mark_record.node_bits >= 0 ? mark_record.node_bits : configured_node_bits();
-    // The file comes first: if it cannot be written, the startup process stops (an ERROR is FATAL
-    // there) rather than replay on with a mark that a restart of this standby would forget. A
-    // record of an older primary on a standby with no pair set names no pair to write.
-    if (shared->mark_file_state == MarkFileState::kUsable && node_bits >= 0) {
-        write_mark_file(mark, node_bits, ERROR);
-    }
-    shared->mark_node_bits.store(node_bits);
-    adopt_mark(shared, mark);
-}
-
-// Each record to its replay; an unknown one stops replay rather than be skipped.
-void redo(XLogReaderState *record) {
-    const uint8 info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
-    if (info == kXlogMark) {
-        redo_mark(record);
-    } else if (info == kXlogClaim) {
-        snowflake_redo_claim(record);
-    } else {
-        elog(PANIC, "snowflake_redo: unknown op code %u", info);
-    }
-}
-
-// What pg_waldump and replay errors show for a record.
-void describe(StringInfo buf, XLogReaderState *record) {
-    if ((XLogRecGetInfo(record) & ~XLR_INFO_MASK) == kXlogClaim) {
-        snowflake_describe_claim(buf, record);
-        return;
-    }
-    const MarkRecord mark_record = record_mark(record);
-    appendStringInfo(buf, "mark_unix_ms %lld node_bits %lld",
-                     static_cast<long long>(mark_record.mark_unix_ms),
-                     static_cast<long long>(mark_record.node_bits));
-}
-
-// The record type's name for pg_waldump's statistics.
-const char *identify(uint8 info) {
-    switch (info & ~XLR_INFO_MASK) {
-        case kXlogMark:
-            return "MARK";
-        case kXlogClaim:
-            return "CLAIM";
-        default:
-            return nullptr;
-    }
-}
-
-RmgrData snowflake_rmgr = {
-    "snowflake", redo, describe, identify, nullptr, nullptr, nullptr, nullptr,
 };
 
 // Logged and flushed before the mark is used: walsenders ship only flushed WAL, so a record left
@@ -227,6 +146,27 @@ XLogRecPtr log_mark(int64 mark_unix_ms, int64 node_bits) {
     const XLogRecPtr end = XLogInsert(kSnowflakeRmgrId, kXlogMark);
     XLogFlush(end);
     return end;
+}
+
+// The one write of the mark, under mark_lock: the core's plan says whether and what to write, and
+// never plans a mark below the highest known. The file comes first, then (outside recovery) the
+// flushed WAL record, then the logged mark: a base backup that copies the old file starts from a
+// redo point before the record, and no id under the new mark exists before both are durable. A
+// failure is an ERROR, after which nothing in memory has moved.
+void move_mark(SnowflakeShared *shared, const snowflake::MarkPlan &plan, int64 node_bits,
+               bool log_wal) {
+    Assert(LWLockHeldByMe(shared->mark_lock));
+    if (plan.move != snowflake::MarkMove::kWrite ||
+        plan.mark_unix_ms <= highest_known_mark(shared)) {
+        return;
+    }
+    write_mark_file(plan.mark_unix_ms, node_bits);
+    shared->mark_node_bits.store(node_bits);
+    if (log_wal) {
+        shared->logged_mark_lsn.store(log_mark(plan.mark_unix_ms, node_bits),
+                                      std::memory_order_relaxed);
+    }
+    raise_to(shared->logged_mark_ms, plan.mark_unix_ms);
 }
 
 // Whether synchronous standbys are asked for, as PostgreSQL itself decides before a commit waits
@@ -304,131 +244,118 @@ bool acquire_mark_lock_unless_extended(SnowflakeShared *shared, int64 now_unix_m
     }
 }
 
+// The record may not be aligned in the WAL buffer, so it is copied out.
+MarkRecord record_mark(XLogReaderState *record) {
+    MarkRecord mark_record{0, -1};
+    memcpy(&mark_record, XLogRecGetData(record),
+           Min(XLogRecGetDataLen(record), sizeof(mark_record)));
+    return mark_record;
+}
+
+// Replay keeps a standby's generator above every mark of its primary, so that after promotion
+// it issues only ids above those the primary issued up to the last WAL received. The file comes
+// first: if it cannot be written, the startup process stops (an ERROR is FATAL there) rather than
+// replay on with a mark that a restart of this standby would forget. A record of a primary before
+// 1.10 names no pair; a standby with no pair set writes "none", so that its first id after a
+// promotion waits for a read of the stored keys of the pair it is given.
+void redo_mark(XLogReaderState *record) {
+    SnowflakeShared *shared = snowflake_shared;
+    if (shared == nullptr) {
+        return;
+    }
+    const MarkRecord mark_record = record_mark(record);
+    const int64 node_bits =
+        mark_record.node_bits >= 0 ? mark_record.node_bits : snowflake_configured_node_bits();
+    const snowflake::MarkPlan plan =
+        snowflake::plan_mark(highest_known_mark(shared), mark_record.mark_unix_ms);
+    if (plan.move == snowflake::MarkMove::kOutOfRange) {
+        ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+                        errmsg("snowflake mark record holds %lld, outside the Snowflake timestamp "
+                               "range",
+                               static_cast<long long>(mark_record.mark_unix_ms)),
+                        errdetail("No release of this extension writes such a record."),
+                        errhint("Rebuild this standby from a new base backup of its primary.")));
+    }
+    if (plan.move == snowflake::MarkMove::kCovered) {
+        return;
+    }
+    if (shared->mark_file_state != MarkFileState::kUsable) {
+        // No file takes the mark, so it is no issue limit and covers no bound; generation is
+        // refused here until an operator deals with the file anyway.
+        shared->mark_node_bits.store(node_bits);
+        snowflake_raise_generator(shared, plan.mark_unix_ms, GeneratorRaise::kLease);
+        return;
+    }
+    LWLockAcquire(shared->mark_lock, LW_EXCLUSIVE);
+    move_mark(shared, plan, node_bits, false);
+    LWLockRelease(shared->mark_lock);
+    adopt_mark(shared, plan.mark_unix_ms);
+}
+
+// Each record to its replay; an unknown one stops replay rather than be skipped.
+void redo(XLogReaderState *record) {
+    const uint8 info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
+    if (info == kXlogMark) {
+        redo_mark(record);
+    } else if (info == kXlogClaim) {
+        snowflake_redo_claim(record);
+    } else {
+        elog(PANIC, "snowflake_redo: unknown op code %u", info);
+    }
+}
+
+// What pg_waldump and replay errors show for a record.
+void describe(StringInfo buf, XLogReaderState *record) {
+    if ((XLogRecGetInfo(record) & ~XLR_INFO_MASK) == kXlogClaim) {
+        snowflake_describe_claim(buf, record);
+        return;
+    }
+    const MarkRecord mark_record = record_mark(record);
+    appendStringInfo(buf, "mark_unix_ms %lld node_bits %lld",
+                     static_cast<long long>(mark_record.mark_unix_ms),
+                     static_cast<long long>(mark_record.node_bits));
+}
+
+// The record type's name for pg_waldump's statistics.
+const char *identify(uint8 info) {
+    switch (info & ~XLR_INFO_MASK) {
+        case kXlogMark:
+            return "MARK";
+        case kXlogClaim:
+            return "CLAIM";
+        default:
+            return nullptr;
+    }
+}
+
+RmgrData snowflake_rmgr = {
+    "snowflake", redo, describe, identify, nullptr, nullptr, nullptr, nullptr,
+};
+
 }  // namespace
 
 void snowflake_register_wal_resource_manager() {
     RegisterCustomRmgr(kSnowflakeRmgrId, &snowflake_rmgr);
 }
 
-void snowflake_raise_generator_through(SnowflakeShared *shared, int64_t through_unix_ms) {
-    raise_to(shared->lease_floor_ms, through_unix_ms);
+void snowflake_raise_generator(SnowflakeShared *shared, int64_t through_unix_ms,
+                               GeneratorRaise raise) {
+    if (raise == GeneratorRaise::kLease) {
+        raise_to(shared->lease_floor_ms, through_unix_ms);
+    }
     snowflake::raise_floor(shared->generator, through_unix_ms);
 }
 
-bool snowflake_final_mark_due(const SnowflakeShared *shared) {
-    return shared->mark_file_state == MarkFileState::kUsable &&
-           snowflake_total_issued_ids(shared) > 0;
+void snowflake_adopt_restored_mark(SnowflakeShared *shared, int64_t mark_unix_ms,
+                                   int64_t node_bits) {
+    adopt_mark(shared, mark_unix_ms);
+    shared->mark_node_bits.store(node_bits);
 }
 
-void snowflake_write_final_mark(SnowflakeShared *shared) {
-    const int64 last_ms = snowflake::last_issued(shared->generator).unix_ms;
-    if (write_mark_file(last_ms, shared->mark_node_bits.load(), LOG)) {
-        snowflake_note_mark_written(shared, last_ms);
-    }
-}
-
-MarkRestore snowflake_restore_durable_mark(SnowflakeShared *shared) {
-    // lstat first: opening a FIFO would block the postmaster for ever, and a symbolic link (even
-    // a dangling one) is not what this extension writes.
-    struct stat status;
-    if (lstat(kMarkFileName, &status) != 0) {
-        if (errno == ENOENT) {
-            return MarkRestore::kNoFile;
-        }
-        record_unreadable_mark_file(shared, errno);
-        return MarkRestore::kRefused;
-    }
-    if (!S_ISREG(status.st_mode)) {
-        shared->mark_file_state = MarkFileState::kNotRegularFile;
-        ereport(LOG, (errmsg("snowflake mark file \"%s\" is not a regular file; "
-                             "snowflake_nextval() will refuse to generate ids",
-                             kMarkFileName)));
-        return MarkRestore::kRefused;
-    }
-    const int fd = OpenTransientFile(kMarkFileName, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | PG_BINARY);
-    if (fd < 0) {
-        record_unreadable_mark_file(shared, errno);
-        return MarkRestore::kRefused;
-    }
-    char bytes[snowflake::kMarkFileMaxSize + 1];
-    const ssize_t size = read(fd, bytes, sizeof(bytes));
-    const int read_errno = errno;
-    CloseTransientFile(fd);
-    if (size < 0) {
-        record_unreadable_mark_file(shared, read_errno);
-        return MarkRestore::kRefused;
-    }
-    const snowflake::MarkFileResult parsed =
-        snowflake::parse_mark_file(bytes, static_cast<size_t>(size));
-    if (parsed.status != snowflake::MarkFileStatus::kOk) {
-        shared->mark_file_state = MarkFileState::kDamaged;
-        ereport(LOG, (errmsg("snowflake mark file \"%s\" is damaged; snowflake_nextval() will "
-                             "refuse to generate ids",
-                             kMarkFileName)));
-        return MarkRestore::kRefused;
-    }
-    adopt_mark(shared, parsed.mark_unix_ms);
-    shared->mark_node_bits.store(parsed.node_bits >= 0 ? parsed.node_bits : configured_node_bits());
-    // A version 1 file names no cluster: as before 1.10, it is taken for this one's.
-    const uint64 own_system = GetSystemIdentifier();
-    if (parsed.system_identifier != 0 && parsed.system_identifier != own_system) {
-        ereport(LOG,
-                (errmsg("snowflake mark file \"%s\" was written by another cluster",
-                        kMarkFileName),
-                 errdetail("It names system identifier %llu, and this cluster's is %llu. Its "
-                           "mark is kept as a lower bound, but it cannot stand for the ids of "
-                           "this data directory's history.",
-                           static_cast<unsigned long long>(parsed.system_identifier),
-                           static_cast<unsigned long long>(own_system))));
-        return MarkRestore::kForeign;
-    }
-    return MarkRestore::kRestored;
-}
-
-void snowflake_require_usable_mark(const SnowflakeShared *shared) {
-    const char *remove_hint =
-        "The file keeps ids unique across restarts. Make sure the system clock is past every id "
-        "this server issued, then remove the file and restart the server.";
-    switch (shared->mark_file_state) {
-        case MarkFileState::kUsable:
-            return;
-        case MarkFileState::kUnreadable: {
-            const int file_errno = shared->mark_file_errno;
-            errno = file_errno;
-            ereport(
-                ERROR,
-                (errcode(ERRCODE_DATA_CORRUPTED),
-                 errmsg("could not read snowflake mark file \"%s/%s\": %m", DataDir, kMarkFileName),
-                 errdetail("No ids are issued until the mark is known."),
-                 file_errno == EACCES || file_errno == EPERM
-                     ? errhint("Give the operating-system user that runs the server read and "
-                               "write access to the file, then restart the server. Do not "
-                               "remove it: it keeps ids unique across restarts.")
-                     : errhint("Fix what keeps the server from reading the file, then restart "
-                               "the server. Only if the file is lost for good: make sure the "
-                               "system clock is past every id this server issued, then remove "
-                               "the file and restart the server.")));
-            break;
-        }
-        case MarkFileState::kNotRegularFile:
-            ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
-                            errmsg("snowflake mark file \"%s/%s\" is not a regular file", DataDir,
-                                   kMarkFileName),
-                            errdetail("A FIFO, directory, symbolic link or device stands where "
-                                      "this extension keeps its mark, so the highest timestamp "
-                                      "already issued is unknown; no ids are issued."),
-                            errhint("%s", remove_hint)));
-            break;
-        case MarkFileState::kDamaged:
-            ereport(ERROR,
-                    (errcode(ERRCODE_DATA_CORRUPTED),
-                     errmsg("snowflake mark file \"%s/%s\" is damaged", DataDir, kMarkFileName),
-                     errdetail("Its contents are malformed, fail their checksum or hold a "
-                               "mark outside the Snowflake timestamp range, so the highest "
-                               "timestamp already issued is unknown; no ids are issued."),
-                     errhint("%s", remove_hint)));
-            break;
-    }
+int64_t snowflake_configured_node_bits() {
+    const snowflake::NodeResult configured =
+        snowflake::make_node(snowflake_datacenter_id_setting, snowflake_machine_id_setting);
+    return configured.status == snowflake::CodecStatus::kOk ? configured.node.bits : -1;
 }
 
 void snowflake_extend_durable_mark(SnowflakeShared *shared, int64_t now_unix_ms, int64_t node_bits,
@@ -446,15 +373,8 @@ void snowflake_extend_durable_mark(SnowflakeShared *shared, int64_t now_unix_ms,
         }
         if (snowflake::lease_needs_extension(
                 now_unix_ms, shared->logged_mark_ms.load(std::memory_order_relaxed))) {
-            // File, then WAL, then memory: a base backup that copies the old file starts from a
-            // redo point before the record, and no id under the new mark exists before both are
-            // durable.
-            const int64 extended = snowflake::extended_lease(now_unix_ms);
-            write_mark_file(extended, node_bits, ERROR);
-            shared->mark_node_bits.store(node_bits);
-            shared->logged_mark_lsn.store(log_mark(extended, node_bits), std::memory_order_relaxed);
-            shared->logged_mark_ms.store(extended, std::memory_order_release);
-            snowflake_note_mark_written(shared, extended);
+            move_mark(shared, snowflake::plan_lease(highest_known_mark(shared), now_unix_ms),
+                      node_bits, true);
         }
         LWLockRelease(shared->mark_lock);
     }

@@ -28,29 +28,42 @@ enum class MarkRestore : uint8_t {
     kRefused,   // present but unusable (mark_file_state says why): generation is refused
 };
 
-// At start-up and after a crash re-initialisation the generator starts from the file's mark.
+// At start-up and after a crash re-initialisation the generator starts from the file's mark
+// (mark_restore.cpp).
 MarkRestore snowflake_restore_durable_mark(SnowflakeShared *shared);
 
-// Raises the generator through a millisecond, never lowering it, and the lease floor with it
-// (first, so that no backend sees the raised state without it): while nothing newer is issued, a
-// clock up to a lease behind that millisecond is waited out like the rest of a lease.
-void snowflake_raise_generator_through(SnowflakeShared *shared, int64_t through_unix_ms);
+// What a raise of the generator stands for.
+enum class GeneratorRaise : uint8_t {
+    // A mark or a stored key: the lease floor is raised with it (first, so that no backend sees
+    // the raised state without it). While nothing newer is issued, a clock up to a lease behind
+    // it is waited out like the rest of a lease.
+    kLease,
+    // A clock reading, as a read of the settled bound raises a quiet generator: a clock behind it
+    // later is a step back like any other.
+    kClock,
+};
 
-// At a clean stop of the postmaster: whether the mark file is in use and an id was issued since
-// the start, so that the exact last timestamp can replace the lease. A start that issued nothing
-// writes no mark: a raise of the generator by a mark or by stored keys is no id of this data
-// directory's history.
-bool snowflake_final_mark_due(const SnowflakeShared *shared);
+// The one raise of the generator: through a millisecond, never lowering it. A raise stays in
+// memory; whatever the server hands out above the mark waits for the mark to cover it.
+void snowflake_raise_generator(SnowflakeShared *shared, int64_t through_unix_ms,
+                               GeneratorRaise raise);
 
-// Writes the exact last timestamp in place of the lease.
-void snowflake_write_final_mark(SnowflakeShared *shared);
+// Adopts the mark read at start-up (mark_restore.cpp) as the generator's floor, the highest mark
+// known and the issue limit, for the ids of a node pair (-1: none).
+void snowflake_adopt_restored_mark(SnowflakeShared *shared, int64_t mark_unix_ms,
+                                   int64_t node_bits);
+
+// The pair a mark without one speaks for (a version 1 file, a record of an older primary): the one
+// this server is set to, whose standby inherits its primary's; -1 while none is set.
+int64_t snowflake_configured_node_bits();
 
 // Refuses generation, naming the file and the way out, when the mark could not be restored.
 void snowflake_require_usable_mark(const SnowflakeShared *shared);
 
-// Moves the mark a lease past now, for the ids of a node pair: file, flushed WAL record, the
-// synchronous standbys' flush, then shared memory. With wait false it leaves the work to whoever
-// already holds the lock and does not wait for standbys; with wait true a cancel,
+// Moves the mark a lease past now, for the ids of a node pair, unless it is there already: file,
+// flushed WAL record, the synchronous standbys' flush, then shared memory. It never lowers the
+// mark, and writes nothing for a clock outside the layout. With wait false it leaves the work to
+// whoever already holds the lock and does not wait for standbys; with wait true a cancel,
 // statement_timeout or termination ends its waits, for the lock as for the standbys, with an
 // error.
 void snowflake_extend_durable_mark(SnowflakeShared *shared, int64_t now_unix_ms, int64_t node_bits,

@@ -24,7 +24,9 @@ PG_FUNCTION_INFO_V1(snowflake_info);
 #include "core/codec.hpp"
 #include "core/generator.hpp"
 #include "core/layout.hpp"
+#include "core/mark_rules.hpp"
 #include "core/wait.hpp"
+#include "pg/clock.hpp"
 #include "pg/ids/durable_mark.hpp"
 #include "pg/fleet/fleet_refusal.hpp"
 #include "pg/ids/keys_floor.hpp"
@@ -34,13 +36,6 @@ PG_FUNCTION_INFO_V1(snowflake_info);
 #include "pg/shared_state.hpp"
 
 namespace {
-
-// The wall clock in Unix microseconds; clock_gettime is what libfaketime moves in the tests.
-int64 wall_clock_unix_us() {
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    return static_cast<int64>(now.tv_sec) * 1000000 + now.tv_nsec / 1000;
-}
 
 // Only a preloaded library has the shared generator; anything else gets the line to add.
 SnowflakeShared *require_shared_state() {
@@ -142,7 +137,7 @@ void sleep_for_us(int64 sleep_us) {
 void wait_for_clock_to_leave(SnowflakeShared *shared, int64 exhausted_unix_ms) {
     const bool watcher = snowflake::claim_boundary_watch(shared->boundary_watch, exhausted_unix_ms);
     for (;;) {
-        const int64 now_us = wall_clock_unix_us();
+        const int64 now_us = snowflake_wall_clock_unix_us();
         if (now_us / 1000 != exhausted_unix_ms) {
             return;
         }
@@ -222,18 +217,6 @@ void wait_or_refuse_clock_behind(SnowflakeShared *shared, int64 last_unix_ms, in
     CHECK_FOR_INTERRUPTS();
 }
 
-// The 41-bit field cannot hold the clock's reading, before 2010 or after July 2080.
-[[noreturn]] void report_clock_out_of_range(int64 now_unix_ms) {
-    ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-                    errmsg("the clock reads %lld Unix ms, outside the Snowflake timestamp range",
-                           static_cast<long long>(now_unix_ms)),
-                    errdetail("Snowflake ids can be generated from %lld to %lld Unix ms "
-                              "(2010-11-04 01:42:54.657 to 2080-07-10 17:30:30.208 UTC).",
-                              static_cast<long long>(snowflake::kEpochUnixMs),
-                              static_cast<long long>(snowflake::kMaxUnixMs))));
-    pg_unreachable();
-}
-
 // The generator word as this backend last saw it (core/generator.hpp, SeenWord).
 snowflake::SeenWord seen_word;
 
@@ -259,24 +242,34 @@ bool issuing_freely(SnowflakeShared *shared, int64_t *node_bits) {
            !snowflake_node_fenced(shared, *node_bits);
 }
 
-}  // namespace
-
-int64 snowflake_wall_clock_unix_ms() {
-    return wall_clock_unix_us() / 1000;
+// Extends the mark for an id; a mark that covers what the floor from stored keys raised the
+// generator through lets the floor disarm (keys_floor.cpp).
+void extend_mark(SnowflakeShared *shared, int64 now_unix_ms, int64 node_bits, bool wait) {
+    snowflake_extend_durable_mark(shared, now_unix_ms, node_bits, wait);
+    snowflake_note_mark_written(shared, shared->logged_mark_ms.load(std::memory_order_acquire));
 }
 
+}  // namespace
+
 // Moves a quiet generator up to the clock, so that the settled bound moves with it: every id
-// issued later is above the last millisecond. The durable mark must cover the raise, since a
-// restart after a crash must not issue below a bound a reader saw.
+// issued later is above the last millisecond. It does only what an id drawn at the same clock
+// reading would do (core/mark_rules.hpp): nothing while the clock is behind the last timestamp
+// or outside the layout, and never past the mark. The bound itself never passes what the mark
+// covers (settled.cpp).
 void snowflake_raise_quiet_generator(SnowflakeShared *shared) {
     int64_t node_bits = 0;
     if (!issuing_freely(shared, &node_bits)) {
         return;
     }
     const int64 now_unix_ms = snowflake_wall_clock_unix_ms();
+    const uint64_t word = shared->generator.after_last_id.load(std::memory_order_acquire);
+    if (!snowflake::clock_moves_generator(word, snowflake::Node{node_bits}, now_unix_ms)) {
+        return;
+    }
     snowflake_extend_durable_mark(shared, now_unix_ms, node_bits, false);
     const int64 mark_ms = shared->durable_mark_ms.load(std::memory_order_acquire);
-    snowflake::raise_floor(shared->generator, Min(now_unix_ms - 1, mark_ms));
+    snowflake_raise_generator(shared, snowflake::quiet_raise_through(now_unix_ms, mark_ms),
+                              GeneratorRaise::kClock);
 }
 
 // The one generator of the instance: every backend and parallel worker draws from shared memory.
@@ -306,11 +299,11 @@ Datum snowflake_nextval(PG_FUNCTION_ARGS) {
             case snowflake::NextStatus::kIssued:
                 snowflake_count_issued_id(shared);
                 if (snowflake::lease_needs_extension(next.now_unix_ms, mark)) {
-                    snowflake_extend_durable_mark(shared, next.now_unix_ms, node.bits, false);
+                    extend_mark(shared, next.now_unix_ms, node.bits, false);
                 }
                 PG_RETURN_INT64(next.id);
             case snowflake::NextStatus::kPastIssueLimit:
-                snowflake_extend_durable_mark(shared, next.now_unix_ms, node.bits, true);
+                extend_mark(shared, next.now_unix_ms, node.bits, true);
                 break;
             case snowflake::NextStatus::kSequenceExhausted:
                 if (!counted_sequence_wait) {
@@ -324,7 +317,7 @@ Datum snowflake_nextval(PG_FUNCTION_ARGS) {
                                             &counted_clock_rollback);
                 break;
             case snowflake::NextStatus::kClockOutOfRange:
-                report_clock_out_of_range(next.now_unix_ms);
+                snowflake_report_clock_out_of_range(next.now_unix_ms);
         }
     }
 }

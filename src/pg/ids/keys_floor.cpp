@@ -29,6 +29,8 @@ PG_FUNCTION_INFO_V1(snowflake_release_key);
 #include "core/codec.hpp"
 #include "core/generator.hpp"
 #include "core/key_floor.hpp"
+#include "core/mark_rules.hpp"
+#include "pg/clock.hpp"
 #include "pg/compat.hpp"
 #include "pg/ids/durable_mark.hpp"
 #include "pg/ids/keys_floor.hpp"
@@ -114,7 +116,7 @@ void take_beyond_key_into_window(SnowflakeShared *shared, int64 key) {
     strlcpy(floor.floor_source, floor.beyond_source, sizeof(floor.floor_source));
     SpinLockRelease(&floor.lock);
     floor.floor_ms.store(key_ms);
-    snowflake_raise_generator_through(shared, key_ms);
+    snowflake_raise_generator(shared, key_ms, GeneratorRaise::kLease);
     keep_unchecked_until(floor, key_ms);
     ereport(LOG, (errmsg("snowflake: key %lld is within snowflake.key_floor_max_lead (%d ms) now: "
                          "it holds generation back until the clock passes it",
@@ -131,9 +133,14 @@ void refuse_while_beyond_key_stops(SnowflakeShared *shared, snowflake::Node node
         return;
     }
     const int64 now_unix_ms = snowflake_wall_clock_unix_ms();
+    // A clock outside the layout passes no key: the call fails as the id would, and changes
+    // nothing.
+    if (!snowflake::clock_in_layout(now_unix_ms)) {
+        snowflake_report_clock_out_of_range(now_unix_ms);
+    }
     const int64 key_ms = snowflake::unix_ms_of_key(key);
     if (!snowflake::beyond_key_stops_generation(key, now_unix_ms)) {
-        snowflake_raise_generator_through(shared, key_ms);
+        snowflake_raise_generator(shared, key_ms, GeneratorRaise::kLease);
         int64 held = key;
         if (floor.beyond_hold.compare_exchange_strong(held, -1)) {
             keep_unchecked_until(floor, key_ms);
@@ -339,17 +346,15 @@ void snowflake_await_keys_floor(SnowflakeShared *shared, snowflake::Node node) {
     refuse_while_beyond_key_stops(shared, node, hold);
 }
 
-bool snowflake_keys_floor_holds_generation(SnowflakeShared *shared) {
+void snowflake_keys_floor_rearm_at_stop(SnowflakeShared *shared) {
     KeysFloorState &floor = shared->keys_floor;
     const int64 floor_ms = floor.floor_ms.load();
     const snowflake::LastIssued last = snowflake::last_issued(shared->generator);
     const bool held_by_key = floor_ms != 0 && last.any && last.unix_ms == floor_ms;
-    if (!held_by_key && floor.beyond_hold.load() < 0 && !floor.pending.load() &&
-        !floor.hold_dropped.load() && floor.unchecked_until_ms.load() == 0) {
-        return false;
+    if (held_by_key || floor.beyond_hold.load() >= 0 || floor.pending.load() ||
+        floor.hold_dropped.load() || floor.unchecked_until_ms.load() != 0) {
+        snowflake_keep_keys_unchecked();
     }
-    snowflake_keep_keys_unchecked();
-    return true;
 }
 
 void snowflake_note_mark_written(SnowflakeShared *shared, int64_t mark_ms) {

@@ -26,14 +26,14 @@ void snowflake_arm_keys_floor(SnowflakeShared *shared, KeysFloorStart start);
 // generation.
 void snowflake_await_keys_floor(SnowflakeShared *shared, snowflake::Node node);
 
-// At a clean stop: whether nothing was issued since a stored key raised the generator, or a key
-// beyond the window still stops it, in which case the final mark must not keep the generator's
-// timestamp (the key may be gone by the next start), and the floor is armed again instead, so
-// that the next start reads the keys afresh.
-bool snowflake_keys_floor_holds_generation(SnowflakeShared *shared);
+// At a clean stop: while nothing was issued since a stored key raised the generator, or a key
+// beyond the window still stops it, or a read is unfinished, the floor is armed again, so that
+// the next start reads the keys afresh (the key may be gone by then).
+void snowflake_keys_floor_rearm_at_stop(SnowflakeShared *shared);
 
-// A mark at mark_ms is in the file now: once it covers what the floor raised the generator
-// through, the file that keeps the floor armed across restarts goes.
+// A mark at mark_ms is in the file now (generate.cpp says so after an id's extension): once it
+// covers what the floor raised the generator through, the file that keeps the floor armed across
+// restarts goes.
 void snowflake_note_mark_written(SnowflakeShared *shared, int64_t mark_ms);
 
 // The key that raised the generator ahead of the clock and where it is stored, for a refusal that

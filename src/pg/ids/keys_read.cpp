@@ -52,6 +52,7 @@ extern "C" {
 #include "core/codec.hpp"
 #include "core/key_floor.hpp"
 #include "pg/as_owner.hpp"
+#include "pg/clock.hpp"
 #include "pg/compat.hpp"
 #include "pg/ids/keys_floor_parts.hpp"
 #include "pg/ids/keys_read.hpp"

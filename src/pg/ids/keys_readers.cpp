@@ -60,6 +60,8 @@ PGDLLEXPORT void snowflake_database_keys_reader_main(Datum);
 
 #include "core/generator.hpp"
 #include "core/key_floor.hpp"
+#include "core/mark_rules.hpp"
+#include "pg/clock.hpp"
 #include "pg/compat.hpp"
 #include "pg/ids/durable_mark.hpp"
 #include "pg/ids/keys_floor_parts.hpp"
@@ -97,7 +99,7 @@ void raise_floor_through(SnowflakeShared *shared, int64 through_ms, int64 key, c
         SpinLockRelease(&floor.lock);
         floor.floor_ms.store(through_ms);
     }
-    snowflake_raise_generator_through(shared, through_ms);
+    snowflake_raise_generator(shared, through_ms, GeneratorRaise::kLease);
 }
 
 // Keeps the highest key beyond the window that any database holds, and how many keys and columns
@@ -502,6 +504,11 @@ void snowflake_database_keys_reader_main(Datum main_arg) {
         now_unix_ms, floor.window_end_ms.load(), snowflake::Node{floor.read_node_bits.load()});
     PG_TRY();
     {
+        // Every stored key is before a clock past the layout, which would raise the generator
+        // through its end: the read fails, naming the clock, and is retried.
+        if (!snowflake::clock_in_layout(now_unix_ms)) {
+            snowflake_report_clock_out_of_range(now_unix_ms);
+        }
         const DatabaseKeys keys = snowflake_read_database_keys(window);
         apply_database_keys(shared, keys, window, now_unix_ms);
     }

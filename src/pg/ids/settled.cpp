@@ -31,6 +31,7 @@ PG_FUNCTION_INFO_V1(snowflake_settled_bound);
 PG_FUNCTION_INFO_V1(snowflake_settled_bound_lsn);
 }
 
+#include "core/mark_rules.hpp"
 #include "pg/compat.hpp"
 #include "pg/ids/settled.hpp"
 #include "pg/ids/settled_parts.hpp"
@@ -154,7 +155,10 @@ void refuse_during_recovery() {
                      "has replayed past its lsn, then read below its bound on the standby.")));
 }
 
-// The bound over every claim: the state word, the backends' slots, then the prepared entries.
+// The bound over every claim: the state word, the backends' slots, then the prepared entries;
+// then the mark, loaded last. A raise of the generator stays in memory (the floor from stored
+// keys, replay without a file), so the bound never passes what the mark covers: a restart starts
+// above the mark, and so above every bound a reader was given.
 SettledBound compute_bound() {
     const uint64_t word = snowflake_shared->generator.after_last_id.load(std::memory_order_acquire);
     // Slots before entries, in statements of their own: a PREPARE moves its claim into an entry
@@ -162,8 +166,10 @@ SettledBound compute_bound() {
     const uint64_t in_slots = snowflake::settled_bound(
         snowflake_shared->generator, snowflake_claims->slots, snowflake_claims->slot_count);
     const uint64_t in_entries = snowflake_prepared_claims_bound();
-    const uint64_t bound = std::min({word, in_slots, in_entries});
-    return {static_cast<int64_t>(bound), bound < word};
+    const int64_t bound =
+        snowflake::covered_bound(std::min({word, in_slots, in_entries}),
+                                 snowflake_shared->durable_mark_ms.load(std::memory_order_acquire));
+    return {bound, static_cast<uint64_t>(bound) < word};
 }
 
 // The bound for a reader, refused where it cannot be used safely.
