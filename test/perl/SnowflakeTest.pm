@@ -14,7 +14,8 @@ use Time::HiRes qw(usleep);
 
 our @EXPORT = qw(snowflake_node start_with_clock set_clock_offset error_of have_libfaketime
   max_id kill9_and_wait set_and_reload start_statement finish_statement archive_current_wal
-  start_with_mark_faults inject_mark_fault offset_behind mark_file_text);
+  start_with_mark_faults inject_mark_fault offset_behind mark_file_text unix_ms_of mark_on_disk
+  create_old_mark_function);
 
 # Debian's multiarch path of libfaketime, whatever the architecture.
 my ($libfaketime) = glob('/usr/lib/*/faketime/libfaketime.so.1');
@@ -61,6 +62,21 @@ sub offset_behind {
     my ($id, $seconds) = @_;
     my $unix_ms = ($id >> 22) + 1288834974657;
     return sprintf('%+d', POSIX::floor($unix_ms / 1000 - $seconds - Time::HiRes::time()));
+}
+
+# The Unix ms of an id's timestamp field (of a positive id or bound).
+sub unix_ms_of {
+    my ($id) = @_;
+    return ($id >> 22) + 1288834974657;
+}
+
+# The mark_unix_ms of a node's mark file as it is on disk, or -1 while there is none.
+sub mark_on_disk {
+    my ($node) = @_;
+    my $file = $node->data_dir . '/snowflake_mark';
+    return -1 unless -e $file;
+    my ($mark) = slurp_file($file) =~ /^mark_unix_ms=(\d+)$/m;
+    return $mark // die "$file holds no mark_unix_ms";
 }
 
 # CRC-32C, bit by bit, as the mark file's trailer holds it.
@@ -192,6 +208,19 @@ sub start_with_mark_faults {
 sub inject_mark_fault {
     unlink $mark_fault_file;
     PostgreSQL::Test::Utils::append_to_file($mark_fault_file, $_[0]);
+}
+
+# Builds test/faults/old_mark_record.c against the node's server headers and declares its
+# function in the node's postgres database: snowflake_test_old_mark(mark_unix_ms bigint) writes
+# and flushes a mark record as releases before 1.10 wrote it and returns the record's end.
+sub create_old_mark_function {
+    my ($node) = @_;
+    my $library = "$PostgreSQL::Test::Utils::tmp_check/old_mark_record_$$.so";
+    command_ok(['cc', '-shared', '-fPIC', '-I', $node->config_data('--includedir-server'),
+            '-o', $library, "$FindBin::RealBin/../faults/old_mark_record.c"],
+        'the library that writes old mark records builds');
+    $node->safe_psql('postgres', qq(CREATE FUNCTION snowflake_test_old_mark(bigint) RETURNS pg_lsn
+AS '$library', 'snowflake_test_old_mark' LANGUAGE C STRICT));
 }
 
 # The largest id in a table, or -1 when it is empty.
