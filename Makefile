@@ -146,11 +146,11 @@ dist: META.json
 # it includes only the C++ standard library (headers without an extension) and itself, so that no
 # PostgreSQL or C header can creep in.
 OWNING_STD_TYPES = (std::(basic_string|string|wstring|u16string|u32string|vector|map|multimap|unordered_map|unordered_multimap|set|multiset|unordered_set|unordered_multiset|list|forward_list|deque|queue|priority_queue|stack|function|unique_ptr|shared_ptr|weak_ptr|optional|variant|any|[a-z]*stream|[a-z]*streambuf|regex|thread|jthread|lock_guard|unique_lock|scoped_lock|shared_lock)\b|using namespace std)
-# The one write of the mark and the one raise of the generator (src/pg/ids/durable_mark.cpp,
+# The one write of the mark and the one raise of the generator (src/pg/mark/durable_mark.cpp,
 # doc/design.md "One write, one raise"): elsewhere the glue only loads the shared values behind
 # them, and never formats the mark file, logs its WAL record or raises the generator's word.
-MARK_RAW = snowflake::raise_floor|format_mark_file|kXlogMark|(durable_mark_ms|logged_mark_ms|logged_mark_lsn|lease_floor_ms|after_last_id)(?!\.load\()
-boundarycheck:
+MARK_RAW = snowflake::raise_floor|format_mark_file|XLogInsert\(kSnowflakeRmgrId, kXlogMark|(durable_mark_ms|logged_mark_ms|logged_mark_lsn|lease_floor_ms|after_last_id)(?!\.load\()
+boundarycheck: all
 	@if grep -rnE --include='*.cpp' --include='*.hpp' '$(OWNING_STD_TYPES)' $(srcdir)/src/pg; then \
 		echo "src/pg holds an owning standard-library type: an ereport would skip its destructor"; \
 		exit 1; \
@@ -162,23 +162,15 @@ boundarycheck:
 		exit 1; \
 	fi
 	@echo "src/core: only the C++ standard library and core/"
-	@if cd $(srcdir)/src && grep -rnoE '#include "pg/[a-z_]+/[a-z_]+\.hpp"' pg | \
-		awk -F: '{ split($$1, file, "/"); split($$3, header, "/"); folder = file[3] ? file[2] : ""; \
-			if ((folder == "" && $$1 != "pg/module.cpp") || (folder != "" && header[2] != folder && \
-				$$1 ":" header[2] "/" header[3] != "pg/ids/generate.cpp:fleet/fleet_refusal.hpp\"")) \
-				{ print; found = 1 } } END { exit !found }'; then \
-		echo "src/pg includes across its folders beyond the arrows doc/design.md draws"; \
-		exit 1; \
-	fi
-	@echo "src/pg: each folder includes the top level and itself; one arrow between folders"
+	@python3 $(srcdir)/test/rooms_check.py $(srcdir)
 	@if grep -rnP --include='*.cpp' --include='*.hpp' '$(MARK_RAW)' $(srcdir)/src/pg | \
-		grep -vE '^$(srcdir)/src/pg/(ids/durable_mark\.(cpp|hpp)|shared_state\.hpp):'; then \
-		echo "src/pg writes the mark or raises the generator outside src/pg/ids/durable_mark.cpp"; \
+		grep -vE '^$(srcdir)/src/pg/(mark/durable_mark\.cpp|shared_state\.hpp):'; then \
+		echo "src/pg writes the mark or raises the generator outside src/pg/mark/durable_mark.cpp"; \
 		exit 1; \
 	fi
 	@if grep -rnE --include='*.cpp' --include='*.hpp' 'snowflake::next_id(_claimed)?\(' \
-		$(srcdir)/src/pg | grep -v '^$(srcdir)/src/pg/ids/generate\.cpp:'; then \
-		echo "src/pg issues ids outside src/pg/ids/generate.cpp"; \
+		$(srcdir)/src/pg | grep -v '^$(srcdir)/src/pg/generation/generate\.cpp:'; then \
+		echo "src/pg issues ids outside src/pg/generation/generate.cpp"; \
 		exit 1; \
 	fi
 	@echo "src/pg: one write of the mark, one raise of the generator, one issue of ids"

@@ -1,5 +1,5 @@
 // The rules that every move of the durable mark and every raise of the generator obey. The glue
-// has one function for each (src/pg/ids/durable_mark.cpp), and both ask these rules first. The
+// has one function for each (src/pg/mark/durable_mark.cpp), and both ask these rules first. The
 // rules are pure, so that a unit test can check them for every input:
 // - a mark is written only above the highest mark known, and only inside the layout's range;
 // - a read of the settled bound moves the generator no further than an id drawn at the same

@@ -34,16 +34,17 @@ extern "C" {
 
 #include "core/layout.hpp"
 #include "pg/compat.hpp"
-#include "pg/ids/durable_mark.hpp"
 #include "pg/fleet/fleet_guard.hpp"
 #include "pg/fleet/fleet_memory.hpp"
 #include "pg/fleet/fleet_setting.hpp"
-#include "pg/ids/keys_floor.hpp"
-#include "pg/ids/restored_copy.hpp"
-#include "pg/ids/settled.hpp"
-#include "pg/settings.hpp"
-#include "pg/shared_state.hpp"
 #include "pg/functions/time_predicates.hpp"
+#include "pg/generation/generation.hpp"
+#include "pg/keys_floor/keys_floor.hpp"
+#include "pg/mark/mark.hpp"
+#include "pg/settings.hpp"
+#include "pg/settled/settled.hpp"
+#include "pg/shared_state.hpp"
+#include "pg/wal/wal.hpp"
 
 extern "C" {
 SNOWFLAKE_MODULE_MAGIC;
@@ -51,52 +52,17 @@ SNOWFLAKE_MODULE_MAGIC;
 void _PG_init(void);
 }
 
-SnowflakeShared *snowflake_shared = nullptr;
-
-int snowflake_datacenter_id_setting = -1;
-int snowflake_machine_id_setting = -1;
-int snowflake_max_clock_rollback_wait_setting = 0;
-int snowflake_key_floor_max_lead_setting = 60000;
-bool snowflake_time_predicates_setting = true;
-char *snowflake_fleet_setting = nullptr;
-int snowflake_fleet_check_interval_setting = 60;
-int snowflake_on_duplicate_node_setting = kFleetDuplicateWarn;
-int snowflake_max_clock_offset_setting = 1000;
-
 namespace {
 
 shmem_startup_hook_type previous_shmem_startup_hook = nullptr;
 shmem_request_hook_type previous_shmem_request_hook = nullptr;
-
-IdCounter *own_id_counter = nullptr;
-
-// Regular backends, including background and parallel workers, own PGPROC slots below this bound.
-uint32_t counter_slot_count() {
-    return static_cast<uint32_t>(MaxBackends);
-}
-
-// ShmemInitStruct aligns what it returns to PG_CACHE_LINE_SIZE, which must cover the struct's own
-// alignment for the hot fields to stay apart.
-static_assert(alignof(SnowflakeShared) <= PG_CACHE_LINE_SIZE &&
-                  alignof(IdCounter) <= PG_CACHE_LINE_SIZE,
-              "shared memory is not aligned enough for the shared state");
-
-// The counters sit right after the struct, whose size is a multiple of their alignment.
-IdCounter *id_counters(const SnowflakeShared *shared) {
-    return reinterpret_cast<IdCounter *>(const_cast<SnowflakeShared *>(shared) + 1);
-}
-
-// The request and the allocation must agree, so both come from here.
-Size shared_state_size() {
-    return add_size(sizeof(SnowflakeShared), mul_size(counter_slot_count(), sizeof(IdCounter)));
-}
 
 // Add-in shared memory must be requested from this hook.
 void request_shared_memory() {
     if (previous_shmem_request_hook != nullptr) {
         previous_shmem_request_hook();
     }
-    RequestAddinShmemSpace(shared_state_size());
+    RequestAddinShmemSpace(snowflake_shared_state_size());
     // The mark's extensions, and the first read of the prepared transactions' claims.
     RequestNamedLWLockTranche("snowflake", 2);
     RequestAddinShmemSpace(snowflake_fleet_memory_size());
@@ -124,18 +90,14 @@ void attach_shared_memory() {
     }
     LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
     bool found = false;
-    void *memory = ShmemInitStruct("snowflake", shared_state_size(), &found);
+    void *memory = ShmemInitStruct("snowflake", snowflake_shared_state_size(), &found);
     auto *shared = static_cast<SnowflakeShared *>(memory);
     if (!found) {
         new (memory) SnowflakeShared();
         shared->mark_lock = &GetNamedLWLockTranche("snowflake")[0].lock;
         SpinLockInit(&shared->keys_floor.lock);
         ConditionVariableInit(&shared->keys_floor.changed);
-        shared->counter_count = counter_slot_count();
-        IdCounter *counters = id_counters(shared);
-        for (uint32_t i = 0; i < shared->counter_count; i++) {
-            new (&counters[i]) IdCounter();
-        }
+        snowflake_init_id_counters(shared);
     }
     snowflake_attach_fleet_memory();
     snowflake_attach_claims_memory();
@@ -154,39 +116,6 @@ void attach_shared_memory() {
                                  : restore == MarkRestore::kForeign  ? KeysFloorStart::kMarkForeign
                                                                      : KeysFloorStart::kMarkTrusted);
         snowflake_note_start_from_backup(shared);
-    }
-}
-
-// A node-id setting and the configuration's value for it that the server rejected at start.
-struct NodeSetting {
-    const char *name;
-    const char *description;
-    int *value;
-    int max;
-    char rejected[32];
-};
-
-NodeSetting node_settings[] = {
-    {"snowflake.datacenter_id", "Datacenter id (0-31) written into every Snowflake id.",
-     &snowflake_datacenter_id_setting, snowflake::kMaxDatacenterId, ""},
-    {"snowflake.machine_id", "Machine id (0-31) written into every Snowflake id.",
-     &snowflake_machine_id_setting, snowflake::kMaxMachineId, ""},
-};
-
-// PostgreSQL only warns when the configuration's value for a setting that a library defines is
-// invalid, and keeps the default; the value is read beforehand (it is still a placeholder) so
-// that snowflake_nextval() can name it.
-void define_node_setting(NodeSetting *setting) {
-    const char *configured = GetConfigOption(setting->name, true, false);
-    if (configured != nullptr) {
-        strlcpy(setting->rejected, configured, sizeof(setting->rejected));
-    }
-    DefineCustomIntVariable(setting->name, setting->description,
-                            "-1 means not set: snowflake_nextval() refuses to run until it is set.",
-                            setting->value, -1, -1, setting->max, PGC_SIGHUP, 0, nullptr, nullptr,
-                            nullptr);
-    if (*setting->value != -1 || strcmp(setting->rejected, "-1") == 0) {
-        setting->rejected[0] = '\0';
     }
 }
 
@@ -234,9 +163,7 @@ void define_fleet_settings() {
 
 // Defined in every process that loads the library, preloaded or not, so that SHOW works.
 void define_settings() {
-    for (NodeSetting &setting : node_settings) {
-        define_node_setting(&setting);
-    }
+    snowflake_define_node_settings();
     DefineCustomIntVariable(
         "snowflake.max_clock_rollback_wait",
         "How long snowflake_nextval() waits for a clock that moved backwards before it refuses.",
@@ -261,46 +188,6 @@ void define_settings() {
 }
 
 }  // namespace
-
-void snowflake_count_issued_id(SnowflakeShared *shared) {
-    if (own_id_counter == nullptr) {
-        const int proc_number = snowflake_own_proc_number();
-        if (proc_number < 0 || static_cast<uint32_t>(proc_number) >= shared->counter_count) {
-            shared->unslotted_ids.fetch_add(1, std::memory_order_relaxed);
-            return;
-        }
-        own_id_counter = &id_counters(shared)[proc_number];
-    }
-    std::atomic<uint64_t> &ids = own_id_counter->ids;
-    ids.store(ids.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-}
-
-void snowflake_report_not_preloaded(const char *detail) {
-    ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                    errmsg("snowflake must be loaded via shared_preload_libraries"),
-                    errdetail("%s", detail),
-                    errhint("Add shared_preload_libraries = 'snowflake' to postgresql.conf and "
-                            "restart the server.")));
-    pg_unreachable();
-}
-
-const char *snowflake_rejected_setting_value(const char *name) {
-    for (const NodeSetting &setting : node_settings) {
-        if (strcmp(setting.name, name) == 0 && setting.rejected[0] != '\0') {
-            return setting.rejected;
-        }
-    }
-    return nullptr;
-}
-
-uint64_t snowflake_total_issued_ids(const SnowflakeShared *shared) {
-    uint64_t total = shared->unslotted_ids.load(std::memory_order_relaxed);
-    const IdCounter *counters = id_counters(shared);
-    for (uint32_t i = 0; i < shared->counter_count; i++) {
-        total += counters[i].ids.load(std::memory_order_relaxed);
-    }
-    return total;
-}
 
 // Settings and the planner hook always exist; shared memory only when preloaded, since only the
 // postmaster can add it.

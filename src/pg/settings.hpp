@@ -1,5 +1,5 @@
-// The extension's settings, defined in module.cpp: one variable per setting, named
-// snowflake_<setting>_setting, holding what the current backend sees.
+// The extension's settings: one variable per setting (settings.cpp), named
+// snowflake_<setting>_setting, holding what the current backend sees. module.cpp defines them.
 #pragma once
 
 extern int snowflake_datacenter_id_setting;
@@ -22,6 +22,10 @@ extern int snowflake_max_clock_offset_setting;
 
 // What the fleet guard does when another live server holds this server's node pair.
 enum FleetDuplicateAction { kFleetDuplicateWarn, kFleetDuplicateRefuse };
+
+// Defines snowflake.datacenter_id and snowflake.machine_id, keeping what the configuration gave
+// each when the server rejects it; from _PG_init.
+void snowflake_define_node_settings();
 
 // The value postgresql.conf gave a node-id setting when the server rejected it at start (out of
 // range, not a number), or null.

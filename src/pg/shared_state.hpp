@@ -141,6 +141,12 @@ struct SnowflakeShared {
 // Null unless the library was loaded through shared_preload_libraries.
 extern SnowflakeShared *snowflake_shared;
 
+// The struct and one IdCounter per PGPROC slot after it: what module.cpp requests and creates.
+Size snowflake_shared_state_size();
+
+// Sets up the counters of a struct just created.
+void snowflake_init_id_counters(SnowflakeShared *shared);
+
 // The error of a function that needs shared memory in a backend that loaded the library without
 // preloading it; detail says what the function keeps there.
 [[noreturn]] void snowflake_report_not_preloaded(const char *detail);

@@ -16,7 +16,7 @@ extern "C" {
 }
 
 #include "core/mark_file.hpp"
-#include "pg/ids/durable_mark.hpp"
+#include "pg/mark/mark.hpp"
 #include "pg/shared_state.hpp"
 
 namespace {

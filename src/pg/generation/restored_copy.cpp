@@ -13,7 +13,7 @@ extern "C" {
 #include "miscadmin.h"
 }
 
-#include "pg/ids/restored_copy.hpp"
+#include "pg/generation/generation.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
 

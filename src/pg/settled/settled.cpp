@@ -17,24 +17,17 @@ extern "C" {
 #include "access/parallel.h"
 #include "access/twophase.h"
 #include "access/xact.h"
-#include "access/htup_details.h"
 #include "access/xlog.h"
-#include "fmgr.h"
-#include "funcapi.h"
-#include "utils/pg_lsn.h"
 #include "miscadmin.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
 #include "utils/resowner.h"
-
-PG_FUNCTION_INFO_V1(snowflake_settled_bound);
-PG_FUNCTION_INFO_V1(snowflake_settled_bound_lsn);
 }
 
 #include "core/mark_rules.hpp"
 #include "pg/compat.hpp"
-#include "pg/ids/settled.hpp"
-#include "pg/ids/settled_parts.hpp"
+#include "pg/settled/settled.hpp"
+#include "pg/settled/settled_parts.hpp"
 #include "pg/shared_state.hpp"
 
 namespace {
@@ -172,16 +165,6 @@ SettledBound compute_bound() {
     return {bound, static_cast<uint64_t>(bound) < word};
 }
 
-// The bound for a reader, refused where it cannot be used safely.
-int64 current_bound() {
-    snowflake_require_claims_memory();
-    SnowflakeShared *shared = snowflake_shared;
-    refuse_during_recovery();
-    refuse_in_transaction_snapshot();
-    snowflake_raise_quiet_generator(shared);
-    return compute_bound().bound;
-}
-
 }  // namespace
 
 ClaimsShared *snowflake_claims = nullptr;
@@ -249,23 +232,12 @@ snowflake::ClaimSlot *snowflake_unclaimed_slot() {
     return slot;
 }
 
-// The bound for a reader that follows a table by id: every id below it that this server issued
-// belongs to a transaction whose end is visible to the reader's next snapshot.
-Datum snowflake_settled_bound(PG_FUNCTION_ARGS) {
-    PG_RETURN_INT64(current_bound());
+void snowflake_check_bound_reader() {
+    snowflake_require_claims_memory();
+    refuse_during_recovery();
+    refuse_in_transaction_snapshot();
 }
 
-// The bound and the WAL position after it, for a reader on a standby: once the standby has
-// replayed past the position, the end of every transaction below the bound is visible there.
-Datum snowflake_settled_bound_lsn(PG_FUNCTION_ARGS) {
-    const int64 bound = current_bound();
-    // Read after the bound: every commit or abort record of a transaction below it is before.
-    const XLogRecPtr lsn = GetXLogInsertRecPtr();
-    TupleDesc descriptor;
-    if (get_call_result_type(fcinfo, nullptr, &descriptor) != TYPEFUNC_COMPOSITE) {
-        elog(ERROR, "snowflake_settled_bound_lsn: the return type must be a row type");
-    }
-    Datum values[2] = {Int64GetDatum(bound), LSNGetDatum(lsn)};
-    bool nulls[2] = {false, false};
-    PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(descriptor), values, nulls)));
+int64_t snowflake_reader_bound() {
+    return compute_bound().bound;
 }

@@ -18,7 +18,7 @@ PG_FUNCTION_INFO_V1(snowflake_settled_claims);
 }
 
 #include "pg/compat.hpp"
-#include "pg/ids/settled_parts.hpp"
+#include "pg/settled/settled_parts.hpp"
 #include "pg/shared_state.hpp"
 
 namespace {

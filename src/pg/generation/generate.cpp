@@ -27,11 +27,11 @@ PG_FUNCTION_INFO_V1(snowflake_info);
 #include "core/mark_rules.hpp"
 #include "core/wait.hpp"
 #include "pg/clock.hpp"
-#include "pg/ids/durable_mark.hpp"
+#include "pg/mark/mark.hpp"
 #include "pg/fleet/fleet_refusal.hpp"
-#include "pg/ids/keys_floor.hpp"
-#include "pg/ids/restored_copy.hpp"
-#include "pg/ids/settled.hpp"
+#include "pg/keys_floor/keys_floor.hpp"
+#include "pg/generation/generation.hpp"
+#include "pg/settled/settled.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
 
@@ -228,20 +228,6 @@ void check_before_first_id(SnowflakeShared *shared, snowflake::Node node) {
     first_id_checked = true;
 }
 
-// Whether nothing but the clock stops this server from issuing its configured pair's ids now:
-// only then may a bound call move the generator on, as an id drawn now would.
-bool issuing_freely(SnowflakeShared *shared, int64_t *node_bits) {
-    if (snowflake_datacenter_id_setting < 0 || snowflake_machine_id_setting < 0 ||
-        shared->mark_file_state != MarkFileState::kUsable || shared->keys_floor.pending.load() ||
-        shared->keys_floor.beyond_hold.load() >= 0) {
-        return false;
-    }
-    *node_bits = snowflake::make_node(snowflake_datacenter_id_setting, snowflake_machine_id_setting)
-                     .node.bits;
-    return shared->mark_node_bits.load() == *node_bits &&
-           !snowflake_node_fenced(shared, *node_bits);
-}
-
 // Extends the mark for an id; a mark that covers what the floor from stored keys raised the
 // generator through lets the floor disarm (keys_floor.cpp).
 void extend_mark(SnowflakeShared *shared, int64 now_unix_ms, int64 node_bits, bool wait) {
@@ -250,27 +236,6 @@ void extend_mark(SnowflakeShared *shared, int64 now_unix_ms, int64 node_bits, bo
 }
 
 }  // namespace
-
-// Moves a quiet generator up to the clock, so that the settled bound moves with it: every id
-// issued later is above the last millisecond. It does only what an id drawn at the same clock
-// reading would do (core/mark_rules.hpp): nothing while the clock is behind the last timestamp
-// or outside the layout, and never past the mark. The bound itself never passes what the mark
-// covers (settled.cpp).
-void snowflake_raise_quiet_generator(SnowflakeShared *shared) {
-    int64_t node_bits = 0;
-    if (!issuing_freely(shared, &node_bits)) {
-        return;
-    }
-    const int64 now_unix_ms = snowflake_wall_clock_unix_ms();
-    const uint64_t word = shared->generator.after_last_id.load(std::memory_order_acquire);
-    if (!snowflake::clock_moves_generator(word, snowflake::Node{node_bits}, now_unix_ms)) {
-        return;
-    }
-    snowflake_extend_durable_mark(shared, now_unix_ms, node_bits, false);
-    const int64 mark_ms = shared->durable_mark_ms.load(std::memory_order_acquire);
-    snowflake_raise_generator(shared, snowflake::quiet_raise_through(now_unix_ms, mark_ms),
-                              GeneratorRaise::kClock);
-}
 
 // The one generator of the instance: every backend and parallel worker draws from shared memory.
 Datum snowflake_nextval(PG_FUNCTION_ARGS) {

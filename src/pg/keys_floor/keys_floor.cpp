@@ -32,9 +32,9 @@ PG_FUNCTION_INFO_V1(snowflake_release_key);
 #include "core/mark_rules.hpp"
 #include "pg/clock.hpp"
 #include "pg/compat.hpp"
-#include "pg/ids/durable_mark.hpp"
-#include "pg/ids/keys_floor.hpp"
-#include "pg/ids/keys_floor_parts.hpp"
+#include "pg/mark/mark.hpp"
+#include "pg/keys_floor/keys_floor.hpp"
+#include "pg/keys_floor/keys_floor_parts.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
 

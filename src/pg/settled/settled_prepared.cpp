@@ -27,9 +27,9 @@ extern "C" {
 }
 
 #include "pg/compat.hpp"
-#include "pg/ids/durable_mark.hpp"
-#include "pg/ids/settled.hpp"
-#include "pg/ids/settled_parts.hpp"
+#include "pg/settled/settled.hpp"
+#include "pg/settled/settled_parts.hpp"
+#include "pg/wal_records.hpp"
 #include "pg/shared_state.hpp"
 
 namespace {

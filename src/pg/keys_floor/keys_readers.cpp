@@ -63,9 +63,9 @@ PGDLLEXPORT void snowflake_database_keys_reader_main(Datum);
 #include "core/mark_rules.hpp"
 #include "pg/clock.hpp"
 #include "pg/compat.hpp"
-#include "pg/ids/durable_mark.hpp"
-#include "pg/ids/keys_floor_parts.hpp"
-#include "pg/ids/keys_read.hpp"
+#include "pg/mark/mark.hpp"
+#include "pg/keys_floor/keys_floor_parts.hpp"
+#include "pg/keys_floor/keys_read.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
 

@@ -1,24 +1,17 @@
-// The durable mark (durable_mark.cpp): its file in the data directory, its WAL record and its
-// use by the generator. Include only after postgres.h.
+// The door of the durable mark's room (src/pg/mark/): its file in the data directory, its WAL
+// record and its use by the generator. The one write of the mark and the one raise of the
+// generator are here (durable_mark.cpp, doc/design.md "One write, one raise"); the mark's reading
+// at start-up is in mark_restore.cpp. Include only after postgres.h.
 #pragma once
 
 #include <cstdint>
 
-#include "access/rmgr.h"
+#include "access/xlogreader.h"
+#include "lib/stringinfo.h"
 
 #include "pg/shared_state.hpp"
 
 inline constexpr char kMarkFileName[] = "snowflake_mark";
-
-// The resource manager id of the mark records: 128, RM_EXPERIMENTAL_ID, the id PostgreSQL sets
-// aside for extensions that have not registered one (README "Limits" says how an id is
-// registered). Every record in WAL carries it, and only a library that registers the same id can
-// replay them: a release that changes it must replay both ids until no WAL of the old one is left
-// anywhere, standbys and archives included.
-inline constexpr RmgrId kSnowflakeRmgrId = RM_EXPERIMENTAL_ID;
-// The records: a mark, and a prepared transaction's claim (settled_prepared.cpp, 1.10).
-inline constexpr uint8 kXlogMark = 0x00;
-inline constexpr uint8 kXlogClaim = 0x10;
 
 // What start-up found of the mark file.
 enum class MarkRestore : uint8_t {
@@ -69,5 +62,9 @@ void snowflake_require_usable_mark(const SnowflakeShared *shared);
 void snowflake_extend_durable_mark(SnowflakeShared *shared, int64_t now_unix_ms, int64_t node_bits,
                                    bool wait);
 
-// Registers the WAL resource manager that carries marks to standbys.
-void snowflake_register_wal_resource_manager();
+// Replay of a mark record (wal/resource_manager.cpp dispatches to it): the file first, then the
+// generator and the issue limit, never lowering any.
+void snowflake_redo_mark(XLogReaderState *record);
+
+// What pg_waldump and replay errors show for a mark record.
+void snowflake_describe_mark(StringInfo buf, XLogReaderState *record);

@@ -1,4 +1,7 @@
-// The warning of a restored copy that still has its original's node ids (restored_copy.cpp).
+// The door of the generation room (src/pg/generation/): snowflake_nextval() and snowflake_info()
+// (generate.cpp), the settled bound's SQL functions (bound_functions.cpp), and the warning of a
+// restored copy that still has its original's node ids (restored_copy.cpp). Generation asks the
+// mark, the floor from stored keys, the settled bound and the fleet guard; no room asks it.
 // Include only after postgres.h.
 #pragma once
 

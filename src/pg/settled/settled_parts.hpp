@@ -49,6 +49,3 @@ void snowflake_release_ended_prepared_claims();
 // after a start, and releases the entries of transactions that ended.
 uint64_t snowflake_prepared_claims_bound();
 
-// Replay of a prepared transaction's claim writes its file, which a promoted standby reads.
-void snowflake_redo_claim(XLogReaderState *record);
-void snowflake_describe_claim(StringInfo buf, XLogReaderState *record);

@@ -48,8 +48,8 @@ extern "C" {
 #include "core/mark_file.hpp"
 #include "core/mark_rules.hpp"
 #include "pg/compat.hpp"
-#include "pg/ids/durable_mark.hpp"
-#include "pg/ids/settled_parts.hpp"
+#include "pg/mark/mark.hpp"
+#include "pg/wal_records.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
 
@@ -252,13 +252,15 @@ MarkRecord record_mark(XLogReaderState *record) {
     return mark_record;
 }
 
+}  // namespace
+
 // Replay keeps a standby's generator above every mark of its primary, so that after promotion
 // it issues only ids above those the primary issued up to the last WAL received. The file comes
 // first: if it cannot be written, the startup process stops (an ERROR is FATAL there) rather than
 // replay on with a mark that a restart of this standby would forget. A record of a primary before
 // 1.10 names no pair; a standby with no pair set writes "none", so that its first id after a
 // promotion waits for a read of the stored keys of the pair it is given.
-void redo_mark(XLogReaderState *record) {
+void snowflake_redo_mark(XLogReaderState *record) {
     SnowflakeShared *shared = snowflake_shared;
     if (shared == nullptr) {
         return;
@@ -292,50 +294,11 @@ void redo_mark(XLogReaderState *record) {
     adopt_mark(shared, plan.mark_unix_ms);
 }
 
-// Each record to its replay; an unknown one stops replay rather than be skipped.
-void redo(XLogReaderState *record) {
-    const uint8 info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
-    if (info == kXlogMark) {
-        redo_mark(record);
-    } else if (info == kXlogClaim) {
-        snowflake_redo_claim(record);
-    } else {
-        elog(PANIC, "snowflake_redo: unknown op code %u", info);
-    }
-}
-
-// What pg_waldump and replay errors show for a record.
-void describe(StringInfo buf, XLogReaderState *record) {
-    if ((XLogRecGetInfo(record) & ~XLR_INFO_MASK) == kXlogClaim) {
-        snowflake_describe_claim(buf, record);
-        return;
-    }
+void snowflake_describe_mark(StringInfo buf, XLogReaderState *record) {
     const MarkRecord mark_record = record_mark(record);
     appendStringInfo(buf, "mark_unix_ms %lld node_bits %lld",
                      static_cast<long long>(mark_record.mark_unix_ms),
                      static_cast<long long>(mark_record.node_bits));
-}
-
-// The record type's name for pg_waldump's statistics.
-const char *identify(uint8 info) {
-    switch (info & ~XLR_INFO_MASK) {
-        case kXlogMark:
-            return "MARK";
-        case kXlogClaim:
-            return "CLAIM";
-        default:
-            return nullptr;
-    }
-}
-
-RmgrData snowflake_rmgr = {
-    "snowflake", redo, describe, identify, nullptr, nullptr, nullptr, nullptr,
-};
-
-}  // namespace
-
-void snowflake_register_wal_resource_manager() {
-    RegisterCustomRmgr(kSnowflakeRmgrId, &snowflake_rmgr);
 }
 
 void snowflake_raise_generator(SnowflakeShared *shared, int64_t through_unix_ms,
