@@ -361,7 +361,9 @@ SELECT min(id) > $typed_max, count(*) FROM "Odd Schema".typed WHERE note = 'afte
 # Tables that their owner keeps locked stop generation until the locks are gone: the read of
 # their database waits a second for them in all, then fails, names the first, and is tried again
 # every 5 s; an index kept locked is read around (the table is read whole). Callers whose
-# statement_timeout ends first do not restart the read.
+# statement_timeout ends first do not restart the read. So that the calls wait whatever the
+# machine's speed, the postmaster is stopped (SIGSTOP) while they run: the reader they ask for
+# cannot start, and only their own statement_timeout ends them.
 set_and_reload($node, 'snowflake.key_floor_max_lead', '3s');
 $offset = restart_unread();
 my $locker = $node->background_psql('postgres');
@@ -369,11 +371,17 @@ $locker->query_safe(q(SET ROLE alice; BEGIN;
 LOCK TABLE "Odd Schema".hostile, "Odd Schema".base, "Odd Schema".others IN ACCESS EXCLUSIVE MODE;
 REINDEX INDEX "Odd Schema"."tenant rows_pkey"));
 read_keys_now();
+my $caller = $node->background_psql('postgres', on_error_stop => 0);
+$caller->query_safe(qq(\\set VERBOSITY verbose\nSET statement_timeout = '200ms'));
+my ($postmaster_pid) = split /\n/, slurp_file($node->data_dir . '/postmaster.pid');
+kill 'STOP', $postmaster_pid;
 for my $call (1 .. 3) {
-    like(error_of($node, "SET statement_timeout = '200ms'; SELECT snowflake_nextval()"),
-        qr/57014: canceling statement due to statement timeout/,
+    $caller->query('SELECT snowflake_nextval()');
+    like($caller->{stderr}, qr/57014: canceling statement due to statement timeout/,
         "call $call, waiting for the read, ends at its statement_timeout");
 }
+kill 'CONT', $postmaster_pid;
+$caller->quit;
 my $locked = error_of($node, 'SELECT snowflake_nextval()');
 like($locked,
     qr/ERROR:  55000: Snowflake id generation waits for the stored keys of this server.s node pair to be read, and the read failed\nDETAIL:  reading database "postgres": table "Odd Schema"\.(hostile|base|others) is locked by another session\./,
