@@ -1,8 +1,7 @@
 # A damaged, unreadable or foreign mark file is reported with its name and the way out, and no id
 # is issued until the operator has dealt with it. None of them can hang the server's start. A mark
-# file of another cluster is kept as a lower bound, but the stored keys are read as after a start
-# without one; a version 1 file, which names no cluster, is trusted as releases before 1.10
-# trusted it.
+# file of another cluster, or a version 1 file, which names no cluster, is kept as a lower bound,
+# but the stored keys are read as after a start without one.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -139,18 +138,34 @@ cmp_ok($node->safe_psql('postgres', "SELECT snowflake_unix_ms($first)"), '>', $f
 cmp_ok($first, '>', $max, 'and no id was issued twice');
 $node->stop;
 
-# A version 1 file, as releases before 1.10 wrote it, names no cluster: trusted as it was.
-$contents = slurp_file($mark_file);
-($last_mark) = $contents =~ /mark_unix_ms=(\d+)/;
+# A version 1 file, as releases before 1.10 wrote it, names no cluster: it may have been copied
+# from anywhere (1.8's upgrade notes had operators copy it), so since 1.11 it is a lower bound
+# only, and the stored keys are read as after a start without the file. Planted an hour behind,
+# with keys of this server's pair stored a few seconds ahead of the clock, the first id is above
+# every one of them.
+$node->start;
+$node->safe_psql('postgres', q(
+INSERT INTO issued SELECT snowflake_encode(now() + interval '3 seconds', 11, 12, n)
+FROM generate_series(0, 9) AS n));
+my $highest_key = $node->safe_psql('postgres', 'SELECT max(id) FROM issued');
+$node->stop;
 unlink $mark_file;
-PostgreSQL::Test::Utils::append_to_file($mark_file, mark_file_with_checksum($last_mark, 'v1'));
+PostgreSQL::Test::Utils::append_to_file($mark_file,
+    mark_file_with_checksum(time() * 1000 - 3600000, 'v1'));
 $offset = -s $node->logfile;
 $node->start;
-$first = $node->safe_psql('postgres', 'SELECT snowflake_nextval()');
-cmp_ok($node->safe_psql('postgres', "SELECT snowflake_unix_ms($first)"), '>', $last_mark,
-    'a version 1 file is read');
-ok(!$node->log_contains(qr/stored keys of \d+ databases were read/, $offset),
-    'and stands for this cluster, without a read of the keys');
+ok($node->log_contains(qr/snowflake mark file "snowflake_mark" is of the first format/, $offset),
+    'a version 1 file is reported as naming no cluster');
+my $after_v1;
+for (1 .. 600) {
+    $after_v1 = eval { $node->safe_psql('postgres', 'SELECT snowflake_nextval()') };
+    last if defined $after_v1;
+    usleep(100_000);
+}
+cmp_ok($after_v1, '>', $highest_key,
+    'with a version 1 file, the first id is above every stored key of the pair');
+ok($node->log_contains(qr/the stored keys of \d+ databases were read/, $offset),
+    'after a read of the keys');
 
 # The mark speaks for the ids of the pair that wrote it. With another pair set, by a reload or
 # before a restart, the stored keys of that pair are read before its first id: a key of that pair

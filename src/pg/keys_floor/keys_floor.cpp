@@ -294,7 +294,8 @@ void snowflake_arm_keys_floor(SnowflakeShared *shared, KeysFloorStart start) {
         case KeysFloorStart::kMarkForeign:
             arm(floor);
             ereport(LOG, (errmsg("snowflake: no id is issued until the stored keys of every "
-                                 "database were read, since the mark file is another cluster's")));
+                                 "database were read, since the mark file names another cluster "
+                                 "or none")));
             return;
         case KeysFloorStart::kMarkTrusted:
             if (access(kKeysUncheckedFileName, F_OK) == 0) {

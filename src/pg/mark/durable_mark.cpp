@@ -136,6 +136,14 @@ struct MarkRecord {
     int64 node_bits;
 };
 
+// The pair a record without one speaks for (a record of a primary before 1.10): the one this
+// standby is set to, which it inherits from its primary; -1 while none is set.
+int64 configured_node_bits() {
+    const snowflake::NodeResult configured =
+        snowflake::make_node(snowflake_datacenter_id_setting, snowflake_machine_id_setting);
+    return configured.status == snowflake::CodecStatus::kOk ? configured.node.bits : -1;
+}
+
 // Logged and flushed before the mark is used: walsenders ship only flushed WAL, so a record left
 // in the WAL buffers (while one long statement generates and nothing commits) would never reach a
 // standby, which after a failover would reissue the ids under it. Returns the record's end.
@@ -267,7 +275,7 @@ void snowflake_redo_mark(XLogReaderState *record) {
     }
     const MarkRecord mark_record = record_mark(record);
     const int64 node_bits =
-        mark_record.node_bits >= 0 ? mark_record.node_bits : snowflake_configured_node_bits();
+        mark_record.node_bits >= 0 ? mark_record.node_bits : configured_node_bits();
     const snowflake::MarkPlan plan =
         snowflake::plan_mark(highest_known_mark(shared), mark_record.mark_unix_ms);
     if (plan.move == snowflake::MarkMove::kOutOfRange) {
@@ -313,12 +321,6 @@ void snowflake_adopt_restored_mark(SnowflakeShared *shared, int64_t mark_unix_ms
                                    int64_t node_bits) {
     adopt_mark(shared, mark_unix_ms);
     shared->mark_node_bits.store(node_bits);
-}
-
-int64_t snowflake_configured_node_bits() {
-    const snowflake::NodeResult configured =
-        snowflake::make_node(snowflake_datacenter_id_setting, snowflake_machine_id_setting);
-    return configured.status == snowflake::CodecStatus::kOk ? configured.node.bits : -1;
 }
 
 void snowflake_extend_durable_mark(SnowflakeShared *shared, int64_t now_unix_ms, int64_t node_bits,

@@ -17,7 +17,7 @@ inline constexpr char kMarkFileName[] = "snowflake_mark";
 enum class MarkRestore : uint8_t {
     kRestored,  // read and verified: the generator starts from its mark
     kNoFile,    // none at all: a new data directory, pg_upgrade, a restore without it, a removal
-    kForeign,   // written by another cluster: its mark is kept, but it cannot stand for this one's
+    kForeign,   // another cluster's, or of the first format (no cluster): kept as a lower bound only
     kRefused,   // present but unusable (mark_file_state says why): generation is refused
 };
 
@@ -45,10 +45,6 @@ void snowflake_raise_generator(SnowflakeShared *shared, int64_t through_unix_ms,
 // known and the issue limit, for the ids of a node pair (-1: none).
 void snowflake_adopt_restored_mark(SnowflakeShared *shared, int64_t mark_unix_ms,
                                    int64_t node_bits);
-
-// The pair a mark without one speaks for (a version 1 file, a record of an older primary): the one
-// this server is set to, whose standby inherits its primary's; -1 while none is set.
-int64_t snowflake_configured_node_bits();
 
 // Refuses generation, naming the file and the way out, when the mark could not be restored.
 void snowflake_require_usable_mark(const SnowflakeShared *shared);

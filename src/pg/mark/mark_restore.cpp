@@ -74,11 +74,19 @@ MarkRestore snowflake_restore_durable_mark(SnowflakeShared *shared) {
                              kMarkFileName)));
         return MarkRestore::kRefused;
     }
-    // A version 1 file names no cluster and no pair: as before 1.10, it is taken for this one's,
-    // and for the pair set now. A version 2 file's "none" stands for no pair.
-    snowflake_adopt_restored_mark(
-        shared, parsed.mark_unix_ms,
-        parsed.system_identifier == 0 ? snowflake_configured_node_bits() : parsed.node_bits);
+    // A version 2 file's "none" stands for no pair, and so does a version 1 file.
+    snowflake_adopt_restored_mark(shared, parsed.mark_unix_ms, parsed.node_bits);
+    // A version 1 file names no cluster: a release before 1.10 wrote it, here or anywhere (the
+    // upgrade notes of 1.8 had operators copy it), so it is only a lower bound (1.11).
+    if (parsed.system_identifier == 0) {
+        ereport(LOG, (errmsg("snowflake mark file \"%s\" is of the first format, which names no "
+                             "cluster",
+                             kMarkFileName),
+                      errdetail("Its mark is kept as a lower bound, but it cannot stand for the "
+                                "ids of this data directory's history: a release before 1.10 "
+                                "wrote it, here or in another cluster.")));
+        return MarkRestore::kForeign;
+    }
     const uint64 own_system = GetSystemIdentifier();
     if (parsed.system_identifier != 0 && parsed.system_identifier != own_system) {
         ereport(LOG,
