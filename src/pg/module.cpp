@@ -167,8 +167,8 @@ void define_settings() {
     DefineCustomIntVariable(
         "snowflake.max_clock_rollback_wait",
         "How long snowflake_nextval() waits for a clock that moved backwards before it refuses.",
-        nullptr, &snowflake_max_clock_rollback_wait_setting, 0, 0, 60000, PGC_SIGHUP, GUC_UNIT_MS,
-        nullptr, nullptr, nullptr);
+        nullptr, &snowflake_max_clock_rollback_wait_setting, 0, 0, kMaxClockRollbackWaitLimitMs,
+        PGC_SIGHUP, GUC_UNIT_MS, nullptr, nullptr, nullptr);
     DefineCustomIntVariable(
         "snowflake.key_floor_max_lead",
         "How far ahead of the clock a stored key may hold generation back after a start without "

@@ -4,8 +4,9 @@
 
 extern int snowflake_datacenter_id_setting;
 extern int snowflake_machine_id_setting;
-// In milliseconds.
+// In milliseconds, up to kMaxClockRollbackWaitLimitMs.
 extern int snowflake_max_clock_rollback_wait_setting;
+inline constexpr int kMaxClockRollbackWaitLimitMs = 60000;
 // In milliseconds: how far ahead of the clock a stored key may raise the generator
 // (keys_floor.cpp), up to kKeyFloorMaxLeadLimitMs.
 extern int snowflake_key_floor_max_lead_setting;

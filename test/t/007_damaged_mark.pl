@@ -34,6 +34,8 @@ sub refuses_with {
         "$what: the hint gives the way out");
     is($node->safe_psql('postgres', 'SELECT ids_generated FROM snowflake_info()'),
         '0', "$what: nothing was issued");
+    like(error_of($node, 'SELECT snowflake_settled_bound()'), $pattern,
+        "$what: the settled bound is refused as ids are");
 }
 
 # A file with a valid checksum around any mark, as a buggy or hostile writer could leave it; by

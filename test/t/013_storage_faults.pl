@@ -45,10 +45,14 @@ sub stops_then_resumes {
         "$what: the hint says what to do");
     is($node->safe_psql('postgres', 'SELECT ids_generated FROM snowflake_info()'),
         $issued, "$what: no id was issued past the mark");
+    # A reader needs no new mark: it gets the bound the mark covers already.
+    my $bound = $node->safe_psql('postgres', 'SELECT snowflake_settled_bound()');
     $fix_fault->();
     generate(10_000);
     is($node->safe_psql('postgres', "SELECT count(*) FROM issued WHERE id > $max"),
         '10000', "$what: once fixed, generation resumes without a restart, above every id before");
+    is($node->safe_psql('postgres', "SELECT count(*) FROM issued WHERE id > $max AND id < $bound"),
+        '0', "$what: a bound read meanwhile answered, and every later id is at or above it");
 }
 
 stops_then_resumes(

@@ -55,15 +55,18 @@ void raise_quiet_generator(SnowflakeShared *shared) {
     if (!snowflake::clock_moves_generator(word, snowflake::Node{node_bits}, now_unix_ms)) {
         return;
     }
-    snowflake_extend_durable_mark(shared, now_unix_ms, node_bits, false);
+    // A mark that cannot be written leaves the reader the bound the mark covers already.
+    snowflake_extend_durable_mark(shared, now_unix_ms, node_bits, false, LOG);
     const int64 mark_ms = shared->durable_mark_ms.load(std::memory_order_acquire);
     snowflake_raise_generator(shared, snowflake::quiet_raise_through(now_unix_ms, mark_ms),
                               GeneratorRaise::kClock);
 }
 
-// The bound for a reader, refused where it cannot be used safely.
+// The bound for a reader, refused where it cannot be used safely, and as ids are while the mark
+// file cannot be used: the highest id issued is unknown then.
 int64 reader_bound() {
     snowflake_check_bound_reader();
+    snowflake_require_usable_mark(snowflake_shared);
     raise_quiet_generator(snowflake_shared);
     return snowflake_reader_bound();
 }

@@ -203,13 +203,19 @@ void wait_or_refuse_clock_behind(SnowflakeShared *shared, int64 last_unix_ms, in
                 (errcode(ERRCODE_SYSTEM_ERROR),
                  errmsg("clock moved backwards by %lld ms, refusing to generate Snowflake ids",
                         static_cast<long long>(gap_ms)),
-                 errdetail("The clock reads %s but ids were already issued, or a settled bound "
-                           "was read, up to %s; generation is refused until the clock reaches %s "
-                           "(gap %lld ms, snowflake.max_clock_rollback_wait is %d ms).",
+                 errdetail("The clock reads %s but ids were already issued, a settled bound "
+                           "read or the server started from its durable mark, up to %s; "
+                           "generation is refused until the clock reaches %s (gap %lld ms, "
+                           "snowflake.max_clock_rollback_wait is %d ms).",
                            now_text, last_text, last_text, static_cast<long long>(gap_ms),
                            snowflake_max_clock_rollback_wait_setting),
-                 errhint("Fix the system clock, or raise snowflake.max_clock_rollback_wait to "
-                         "wait out steps back of this size.")));
+                 gap_ms <= kMaxClockRollbackWaitLimitMs
+                     ? errhint("Fix the system clock, or raise snowflake.max_clock_rollback_wait "
+                               "to wait out steps back of this size.")
+                     : errhint("Fix the system clock. A step back this large cannot be waited "
+                               "out (snowflake.max_clock_rollback_wait is at most %d ms); "
+                               "generation resumes by itself when the clock reaches %s.",
+                               kMaxClockRollbackWaitLimitMs, last_text)));
     }
     (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
                     static_cast<long>(gap_ms), PG_WAIT_EXTENSION);
@@ -231,7 +237,7 @@ void check_before_first_id(SnowflakeShared *shared, snowflake::Node node) {
 // Extends the mark for an id; a mark that covers what the floor from stored keys raised the
 // generator through lets the floor disarm (keys_floor.cpp).
 void extend_mark(SnowflakeShared *shared, int64 now_unix_ms, int64 node_bits, bool wait) {
-    snowflake_extend_durable_mark(shared, now_unix_ms, node_bits, wait);
+    snowflake_extend_durable_mark(shared, now_unix_ms, node_bits, wait, ERROR);
     snowflake_note_mark_written(shared, shared->logged_mark_ms.load(std::memory_order_acquire));
 }
 

@@ -65,45 +65,51 @@ constexpr char kWriteFailureHint[] =
     "operating-system user, free space, a failing device: the error and the server log say "
     "which); generation resumes by itself once the file can be written.";
 
-// Reports a failed step of writing the mark file; errno says why.
-[[noreturn]] void report_write_failure(const char *step, const char *file_name) {
-    ereport(ERROR, (errcode_for_file_access(),
-                    errmsg("could not %s snowflake mark file \"%s\": %m", step, file_name),
-                    errdetail("%s", kWriteFailureDetail), errhint("%s", kWriteFailureHint)));
-    pg_unreachable();
+// Reports a failed step of writing the mark file at elevel; errno says why.
+void report_write_failure(int elevel, const char *step, const char *file_name) {
+    ereport(elevel, (errcode_for_file_access(),
+                     errmsg("could not %s snowflake mark file \"%s\": %m", step, file_name),
+                     errdetail("%s", kWriteFailureDetail), errhint("%s", kWriteFailureHint)));
 }
 
 // Writes the mark to a temporary file and renames it into place; durable_rename fsyncs the file
 // and the directory. The temporary file is created anew, so that whatever stood at its name (a
-// FIFO would block the open for ever) is replaced or reported.
-void write_mark_file(int64 mark_unix_ms, int64 node_bits) {
+// FIFO would block the open for ever) is replaced or reported. Returns false after reporting at
+// elevel, when elevel lets it return.
+bool write_mark_file(int64 mark_unix_ms, int64 node_bits, int elevel) {
     const snowflake::MarkFileText text =
         snowflake::format_mark_file(mark_unix_ms, GetSystemIdentifier(), node_bits);
     if (unlink(kMarkTempFileName) != 0 && errno != ENOENT) {
-        report_write_failure("remove", kMarkTempFileName);
+        report_write_failure(elevel, "remove", kMarkTempFileName);
+        return false;
     }
     const int fd = OpenTransientFile(kMarkTempFileName, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY);
     if (fd < 0) {
-        report_write_failure("create", kMarkTempFileName);
+        report_write_failure(elevel, "create", kMarkTempFileName);
+        return false;
     }
     errno = 0;
     if (write(fd, text.bytes, text.size) != static_cast<ssize_t>(text.size)) {
         const int write_errno = errno != 0 ? errno : ENOSPC;
         CloseTransientFile(fd);
         errno = write_errno;
-        report_write_failure("write", kMarkTempFileName);
+        report_write_failure(elevel, "write", kMarkTempFileName);
+        return false;
     }
     if (CloseTransientFile(fd) != 0) {
-        report_write_failure("close", kMarkTempFileName);
+        report_write_failure(elevel, "close", kMarkTempFileName);
+        return false;
     }
     // durable_rename logs the system's reason itself; the error that follows says what to do.
     if (durable_rename(kMarkTempFileName, kMarkFileName, LOG) != 0) {
-        ereport(ERROR,
+        ereport(elevel,
                 (errcode_for_file_access(),
                  errmsg("could not put snowflake mark file \"%s\" in place", kMarkFileName),
                  errdetail("%s The server log has the system's reason.", kWriteFailureDetail),
                  errhint("%s", kWriteFailureHint)));
+        return false;
     }
+    return true;
 }
 
 // Several processes may raise the same shared value; none may lower it.
@@ -160,15 +166,15 @@ XLogRecPtr log_mark(int64 mark_unix_ms, int64 node_bits) {
 // never plans a mark below the highest known. The file comes first, then (outside recovery) the
 // flushed WAL record, then the logged mark: a base backup that copies the old file starts from a
 // redo point before the record, and no id under the new mark exists before both are durable. A
-// failure is an ERROR, after which nothing in memory has moved.
+// failure is reported at elevel, and nothing in memory has moved.
 void move_mark(SnowflakeShared *shared, const snowflake::MarkPlan &plan, int64 node_bits,
-               bool log_wal) {
+               bool log_wal, int elevel) {
     Assert(LWLockHeldByMe(shared->mark_lock));
     if (plan.move != snowflake::MarkMove::kWrite ||
-        plan.mark_unix_ms <= highest_known_mark(shared)) {
+        plan.mark_unix_ms <= highest_known_mark(shared) ||
+        !write_mark_file(plan.mark_unix_ms, node_bits, elevel)) {
         return;
     }
-    write_mark_file(plan.mark_unix_ms, node_bits);
     shared->mark_node_bits.store(node_bits);
     if (log_wal) {
         shared->logged_mark_lsn.store(log_mark(plan.mark_unix_ms, node_bits),
@@ -297,7 +303,7 @@ void snowflake_redo_mark(XLogReaderState *record) {
         return;
     }
     LWLockAcquire(shared->mark_lock, LW_EXCLUSIVE);
-    move_mark(shared, plan, node_bits, false);
+    move_mark(shared, plan, node_bits, false, ERROR);
     LWLockRelease(shared->mark_lock);
     adopt_mark(shared, plan.mark_unix_ms);
 }
@@ -324,7 +330,7 @@ void snowflake_adopt_restored_mark(SnowflakeShared *shared, int64_t mark_unix_ms
 }
 
 void snowflake_extend_durable_mark(SnowflakeShared *shared, int64_t now_unix_ms, int64_t node_bits,
-                                   bool wait) {
+                                   bool wait, int elevel) {
     if (snowflake::lease_needs_extension(now_unix_ms,
                                          shared->logged_mark_ms.load(std::memory_order_acquire))) {
         if (!LWLockConditionalAcquire(shared->mark_lock, LW_EXCLUSIVE)) {
@@ -339,7 +345,7 @@ void snowflake_extend_durable_mark(SnowflakeShared *shared, int64_t now_unix_ms,
         if (snowflake::lease_needs_extension(
                 now_unix_ms, shared->logged_mark_ms.load(std::memory_order_relaxed))) {
             move_mark(shared, snowflake::plan_lease(highest_known_mark(shared), now_unix_ms),
-                      node_bits, true);
+                      node_bits, true, elevel);
         }
         LWLockRelease(shared->mark_lock);
     }

@@ -54,9 +54,10 @@ void snowflake_require_usable_mark(const SnowflakeShared *shared);
 // mark, and writes nothing for a clock outside the layout. With wait false it leaves the work to
 // whoever already holds the lock and does not wait for standbys; with wait true a cancel,
 // statement_timeout or termination ends its waits, for the lock as for the standbys, with an
-// error.
+// error. A file that cannot be written is reported at elevel: ERROR for an id, LOG for a read of
+// the bound, which then keeps to what the mark covers already.
 void snowflake_extend_durable_mark(SnowflakeShared *shared, int64_t now_unix_ms, int64_t node_bits,
-                                   bool wait);
+                                   bool wait, int elevel);
 
 // Replay of a mark record (wal/resource_manager.cpp dispatches to it): the file first, then the
 // generator and the issue limit, never lowering any.

@@ -159,10 +159,11 @@ SettledBound compute_bound() {
     const uint64_t in_slots = snowflake::settled_bound(
         snowflake_shared->generator, snowflake_claims->slots, snowflake_claims->slot_count);
     const uint64_t in_entries = snowflake_prepared_claims_bound();
-    const int64_t bound =
-        snowflake::covered_bound(std::min({word, in_slots, in_entries}),
-                                 snowflake_shared->durable_mark_ms.load(std::memory_order_acquire));
-    return {bound, static_cast<uint64_t>(bound) < word};
+    const uint64_t lowest = std::min({word, in_slots, in_entries});
+    const int64_t bound = snowflake::covered_bound(
+        lowest, snowflake_shared->durable_mark_ms.load(std::memory_order_acquire));
+    // Held by a transaction, not by the mark: only then does the bound's age say something.
+    return {bound, lowest < word};
 }
 
 }  // namespace
