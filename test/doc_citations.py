@@ -2,8 +2,9 @@
 """Checks that what the docs cite exists (CONTRIBUTING.md, doc/testing.md "docs"): every test they
 name by its description, in a test file or by an SQL test's words; every file and folder of the
 tree; every SQL object, C function and setting named snowflake_ or snowflake.; and every SQLSTATE,
-against PostgreSQL's errcodes.h. Prints each citation that names nothing and exits non-zero if
-there is one. Usage: doc_citations.py SOURCE_DIR ERRCODES_H"""
+against PostgreSQL's errcodes.h. Also that doc/reference.md's list of STABLE functions is the
+scripts' own, and that no line outside code is longer than 400 characters. Prints each problem
+and exits non-zero if there is one. Usage: doc_citations.py SOURCE_DIR ERRCODES_H"""
 import glob
 import os
 import re
@@ -127,6 +128,72 @@ def check_sqlstates(doc, text, sqlstates):
             problems.append(f"{doc}: cites SQLSTATE {code}, which PostgreSQL does not have")
 
 
+def check_long_lines(doc, raw):
+    """A line over 400 characters outside code reads badly in every viewer and diff."""
+    in_code = False
+    for number, line in enumerate(raw.splitlines(), 1):
+        if line.lstrip().startswith("```"):
+            in_code = not in_code
+        elif not in_code and len(line) > 400:
+            problems.append(f"{doc}:{number}: a line of {len(line)} characters; the limit is 400")
+
+
+def script_order(path):
+    """Scripts in the order CREATE EXTENSION runs them: 1.0, then each update by its target."""
+    versions = re.findall(r"(\d+)\.(\d+)", os.path.basename(path))
+    return tuple(int(part) for part in versions[-1])
+
+
+def statement_at(text, start):
+    """The SQL statement from start to its semicolon, with dollar-quoted bodies left out."""
+    out, i = [], start
+    while i < len(text):
+        quote = re.match(r"\$\w*\$", text[i:])
+        if quote:
+            end = text.find(quote.group(0), i + len(quote.group(0)))
+            i = end + len(quote.group(0)) if end >= 0 else len(text)
+            continue
+        if text[i] == ";":
+            break
+        out.append(text[i])
+        i += 1
+    return "".join(out)
+
+
+def stable_functions(root):
+    """The functions whose last CREATE or ALTER in the scripts makes them STABLE."""
+    volatility = {}
+    for path in sorted(glob.glob(os.path.join(root, "src", "sql", "snowflake--*.sql")),
+                       key=script_order):
+        text = re.sub(r"--[^\n]*", "", read(path))
+        for match in re.finditer(r"\b(CREATE(?:\s+OR\s+REPLACE)?|ALTER|DROP)\s+FUNCTION\s+"
+                                 r"(?:IF\s+EXISTS\s+)?(snowflake_\w+)", text, re.I):
+            statement = statement_at(text, match.start())
+            name = match.group(2)
+            if match.group(1).upper() == "DROP":
+                volatility.pop(name, None)
+                continue
+            found = re.search(r"\b(IMMUTABLE|STABLE|VOLATILE)\b", statement, re.I)
+            if found or not match.group(1).upper().startswith("ALTER"):
+                volatility[name] = (found.group(1) if found else "VOLATILE").upper()
+    return {name for name, kind in volatility.items() if kind == "STABLE"}
+
+
+def check_stable_list(root):
+    """doc/reference.md's bullet of STABLE functions names exactly the scripts' STABLE ones."""
+    text = prose(read(os.path.join(root, "doc", "reference.md")))
+    bullet = re.search(r"^- `STABLE`: (.*)$", text, re.M)
+    if not bullet:
+        problems.append("doc/reference.md: no bullet lists the STABLE functions")
+        return
+    listed = set(re.findall(r"`(snowflake_\w+)\(\)`", bullet.group(1)))
+    stable = stable_functions(root)
+    for name in sorted(stable - listed):
+        problems.append(f"doc/reference.md: the STABLE bullet leaves out {name}, which is STABLE")
+    for name in sorted(listed - stable):
+        problems.append(f"doc/reference.md: the STABLE bullet names {name}, which is not STABLE")
+
+
 def main():
     root, errcodes = sys.argv[1], sys.argv[2]
     sqlstates = {"".join(chars) for chars in re.findall(
@@ -140,11 +207,13 @@ def main():
         if not os.path.exists(path):
             problems.append(f"{doc} is missing")
             continue
+        check_long_lines(doc, read(path))
         text = prose(read(path))
         check_tests(doc, text, texts, patterns)
         check_paths(doc, text, root)
         check_names(doc, text, sources, settings)
         check_sqlstates(doc, text, sqlstates)
+    check_stable_list(root)
     for problem in sorted(set(problems)):
         print(problem)
     print(f"doc citations: {len(set(problems))} that name nothing, in {len(DOCS)} files")
