@@ -51,6 +51,7 @@ SELECT snowflake_encode(1700000000000, 7, 13, 5000);
 SELECT pg_temp.error_of('SET snowflake.datacenter_id = 1');
 SELECT pg_temp.error_of('SET snowflake.machine_id = 1');
 SELECT pg_temp.error_of('SET snowflake.max_clock_rollback_wait = 10');
+SELECT pg_temp.error_of('SET snowflake.key_floor_max_lead = ''1s''');
 SELECT pg_temp.error_of('SET snowflake.no_such_setting = 1');
 SHOW snowflake.datacenter_id;
 SHOW snowflake.machine_id;

@@ -63,6 +63,15 @@ $error = error_of($primary, 'ALTER SYSTEM SET snowflake.max_clock_rollback_wait 
 like($error,
     qr/60001 ms is outside the valid range for parameter "snowflake.max_clock_rollback_wait" \(0( ms)? \.\. 60000( ms)?\)/,
     'out-of-range rollback wait refused with its range');
+# The lead a stored key may have: 0 to an hour (doc/operations.md "Upgrading PostgreSQL").
+$error = error_of($primary, "ALTER SYSTEM SET snowflake.key_floor_max_lead = '3600001ms'");
+like($error,
+    qr/3600001 ms is outside the valid range for parameter "snowflake.key_floor_max_lead" \(0( ms)? \.\. 3600000( ms)?\)/,
+    'out-of-range key floor lead refused with its range');
+$error = error_of($primary, 'ALTER SYSTEM SET snowflake.key_floor_max_lead = -1');
+like($error,
+    qr/-1 ms is outside the valid range for parameter "snowflake.key_floor_max_lead" \(0( ms)? \.\. 3600000( ms)?\)/,
+    'negative key floor lead refused with its range');
 
 set_and_reload($primary, 'snowflake.machine_id', '9');
 is( $primary->safe_psql(
