@@ -28,7 +28,8 @@ ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_check_iso \
 	--temp-config=test/snowflake.conf
 TAP_TESTS = 1
 endif
-PROVE_TESTS = test/t/*.pl
+# PROVE_TESTS=test/t/007_damaged_mark.pl on the command line or in the environment picks files.
+PROVE_TESTS ?= test/t/*.pl
 EXTRA_CLEAN = tmp_check_regress tmp_check_iso output_iso .pg_build_stamp META.json test/unit/build \
 	test/unit/unit_tests \
 	test/unit/unit_tests_sanitized test/fuzz/fuzz_core test/bench/core_bench

@@ -27,22 +27,43 @@ as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
 }
 
+# Those of APT_PACKAGES and of the given extra packages that are missing, one a line.
+missing_packages() {
+    for package in "${APT_PACKAGES[@]}" "$@"; do
+        dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
+            echo "$package"
+    done
+    # Node.js may come from another source than Debian's packages, whose npm would conflict.
+    command -v npm >/dev/null || printf '%s\n' nodejs npm
+}
+
 # Installs those of APT_PACKAGES and of the given extra packages that are missing; does nothing
 # when all are present. Then settles which PostgreSQL is tested and says so.
 install_dependencies() {
-    local missing=()
-    for package in "${APT_PACKAGES[@]}" "$@"; do
-        dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
-            missing+=("$package")
-    done
-    # Node.js may come from another source than Debian's packages, whose npm would conflict.
-    command -v npm >/dev/null || missing+=(nodejs npm)
+    local missing
+    mapfile -t missing < <(missing_packages "$@")
     if [ "${#missing[@]}" -gt 0 ]; then
         echo "Installing: ${missing[*]}"
         as_root apt-get update -qq
         as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
             "${missing[@]}" >/dev/null
     fi
+    settle_postgresql
+}
+
+# The same without installing: names the missing packages, which a layer may then need, and goes
+# on.
+check_dependencies() {
+    local missing
+    mapfile -t missing < <(missing_packages "$@")
+    if [ "${#missing[@]}" -gt 0 ]; then
+        echo "Not installed (--no-install): ${missing[*]}; a layer that needs one fails"
+    fi
+    settle_postgresql
+}
+
+# Settles which PostgreSQL is tested and says so.
+settle_postgresql() {
     if ! PG_BINDIR=$("$PG_CONFIG" --bindir); then
         echo "PG_CONFIG=$PG_CONFIG is not a working pg_config" >&2
         return 1

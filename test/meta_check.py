@@ -4,6 +4,7 @@ the tree it ships in (the control file's version, the files it names, the zip's 
 the version's entries lead CHANGELOG.md and debian/changelog, the two files a new version edits
 besides the control file and its update script (CONTRIBUTING.md "Cutting a version"). Prints each
 problem and exits non-zero if there is one. Usage: meta_check.py snowflake-X.Y.Z.zip"""
+import datetime
 import json
 import re
 import sys
@@ -191,6 +192,7 @@ def check_project(meta, names, zip_path, top):
     debian = release.read(f"{top}/debian/changelog").decode()
     if not debian.startswith(f"snowflake-ids ({semver}) "):
         problem(f"debian/changelog does not begin with an entry for {semver}")
+    check_release_dates(changelog, debian)
     if f"src/sql/snowflake--{default_version}.sql" not in names and not any(
             re.fullmatch(rf"src/sql/snowflake--[0-9.]+--{re.escape(default_version)}\.sql", n)
             for n in names):
@@ -200,6 +202,21 @@ def check_project(meta, names, zip_path, top):
     requires = meta.get("prereqs", {}).get("runtime", {}).get("requires", {})
     if requires.get("PostgreSQL") != "15.0.0":
         problem("prereqs do not require PostgreSQL 15, the floor")
+
+
+def check_release_dates(changelog, debian):
+    """Every version CHANGELOG.md dates is dated alike in debian/changelog (CONTRIBUTING.md
+    "Releasing a version"): the day a version is declared released goes into both."""
+    debian_days = {}
+    for version, day in re.findall(
+            r"^snowflake-ids \(([0-9.]+)\.0\).*?^ -- .*?  \w{3}, (\d{2} \w{3} \d{4})",
+            debian, re.M | re.S):
+        debian_days[version] = datetime.datetime.strptime(day, "%d %b %Y").date()
+    for version, day in re.findall(r"^## ([0-9.]+) \((\d{4}-\d{2}-\d{2})\)$", changelog, re.M):
+        dated = datetime.date.fromisoformat(day)
+        if version in debian_days and debian_days[version] != dated:
+            problem(f"CHANGELOG.md dates {version} {dated}, debian/changelog "
+                    f"{debian_days[version]}")
 
 
 zip_path = sys.argv[1]
