@@ -14,8 +14,17 @@ use Time::HiRes qw(usleep);
 
 our @EXPORT = qw(snowflake_node start_with_clock set_clock_offset error_of have_libfaketime
   max_id kill9_and_wait set_and_reload start_statement finish_statement archive_current_wal
-  start_with_mark_faults inject_mark_fault offset_behind mark_file_text unix_ms_of mark_on_disk
+  start_with_mark_faults inject_mark_fault offset_behind mark_file_text full_matrix unix_ms_of mark_on_disk
   create_old_mark_function);
+
+# Whether a test with a matrix (028, 029, 031) runs it whole: unless SNOWFLAKE_MATRIX=reduced,
+# and then still where SNOWFLAKE_MATRIX_FULL names the test's number (.ci/run chooses, so that
+# each matrix runs whole on one version).
+sub full_matrix {
+    my ($number) = @_;
+    return 1 if ($ENV{SNOWFLAKE_MATRIX} // 'full') ne 'reduced';
+    return grep { $_ eq $number } split ' ', $ENV{SNOWFLAKE_MATRIX_FULL} // '';
+}
 
 # Debian's multiarch path of libfaketime, whatever the architecture.
 my ($libfaketime) = glob('/usr/lib/*/faketime/libfaketime.so.1');
