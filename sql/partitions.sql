@@ -203,9 +203,9 @@ FROM snowflake_partition_table('at_edge', '1 day', 0, retain => now() - date_tru
 WHERE action <> 'created' ORDER BY 2;
 ROLLBACK;
 
--- Retention: a partition whose whole range is older than the retention is detached (and with
--- drop_expired dropped), never a newer one; the gap left by a missing day is filled from the
--- oldest key on.
+-- Retention: a partition whose whole range ends at least the retention before both now and the
+-- newest key is detached (and with drop_expired dropped), never a newer one; the gap left by a
+-- missing day is filled from the oldest key on.
 CREATE TABLE logs (id bigint NOT NULL) PARTITION BY RANGE (id);
 CREATE TABLE logs_old PARTITION OF logs
     FOR VALUES FROM (snowflake_min_id(date_trunc('day', now()) - interval '3 days'))
@@ -215,9 +215,14 @@ CREATE TABLE logs_recent PARTITION OF logs
     TO (snowflake_min_id(date_trunc('day', now())));
 INSERT INTO logs VALUES (snowflake_min_id(date_trunc('day', now()) - interval '3 days') + 1),
                         (snowflake_min_id(date_trunc('day', now()) - interval '1 day') + 1);
+-- The newest key is from yesterday's start: logs_old ends less than 2 days before it, so it is
+-- kept. A row of now lets it go.
 SELECT partition = 'partitions.logs_old' AS is_old, action
 FROM snowflake_partition_table('logs', '1 day', 1, retain => '2 days')
 WHERE action <> 'created' ORDER BY 2, 1;
+INSERT INTO logs VALUES (snowflake_nextval());
+SELECT partition = 'partitions.logs_old' AS is_old, action
+FROM snowflake_maintain_partitions('logs');
 SELECT relname FROM pg_class WHERE relname = 'logs_old' AND NOT relispartition;
 SELECT count(*) FROM logs;
 SELECT * FROM snowflake_maintain_partitions('logs');
@@ -226,6 +231,20 @@ FROM snowflake_partition_table('logs', '1 day', 1, retain => '1 day', drop_expir
 WHERE action <> 'adopted';
 SELECT count(*) AS logs_recent_left FROM pg_class WHERE relname = 'logs_recent';
 SELECT count(*) FROM logs;
+-- A table whose newest row is older than the retention keeps the retention's span before that
+-- row, and a warning says so (its detail has the clock's reading and the row's time).
+CREATE TABLE quiet (id bigint NOT NULL) PARTITION BY RANGE (id);
+CREATE TABLE quiet_old PARTITION OF quiet
+    FOR VALUES FROM (snowflake_min_id(date_trunc('day', now()) - interval '3 days'))
+    TO (snowflake_min_id(date_trunc('day', now()) - interval '2 days'));
+INSERT INTO quiet VALUES (snowflake_min_id(date_trunc('day', now()) - interval '3 days') + 1);
+\set VERBOSITY terse
+SELECT partition = 'partitions.quiet_old' AS is_old, action
+FROM snowflake_partition_table('quiet', '1 day', 0, retain => '1 day', drop_expired => true)
+WHERE action LIKE 'kept%' ORDER BY 1;
+\set VERBOSITY default
+SELECT count(*) FROM quiet;
+DROP TABLE quiet;
 
 -- A table owned by another role: every statement runs as her (the partitions are hers), and
 -- her code (a partial index's predicate that the planner folds, a CHECK) runs as her, never as

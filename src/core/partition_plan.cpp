@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/codec.hpp"
 #include "core/layout.hpp"
 
 namespace snowflake {
@@ -126,6 +127,26 @@ size_t period_of(const int64_t *boundaries, size_t boundary_count, int64_t id) {
 
 bool is_expired(const IdRange &range, int64_t retention_start_id) {
     return range.upper <= retention_start_id;
+}
+
+// A key's millisecond is the one end_ms() finds for a bound equal to it.
+RetentionBasis retention_basis(int64_t now_pg_us, bool has_key, int64_t newest_key) {
+    if (!has_key) {
+        return {now_pg_us, false};
+    }
+    const int64_t key_pg_us = pg_us_from_unix_ms(end_ms(newest_key));
+    if (key_pg_us < now_pg_us) {
+        return {key_pg_us, true};
+    }
+    return {now_pg_us, false};
+}
+
+// Only a partition the clock would expire can be held back.
+Expiry expiry_of(const IdRange &range, int64_t clock_start_id, int64_t retention_start_id) {
+    if (is_expired(range, retention_start_id)) {
+        return Expiry::kExpired;
+    }
+    return is_expired(range, clock_start_id) ? Expiry::kHeldBack : Expiry::kKept;
 }
 
 // FNV-1a over the name's bytes: no table, seed or platform dependence.

@@ -77,6 +77,27 @@ size_t period_of(const int64_t *boundaries, size_t boundary_count, int64_t id);
 // the first id of the retention's start.
 bool is_expired(const IdRange &range, int64_t retention_start_id);
 
+// The instant the retention counts back from, in PostgreSQL's microseconds since 2000.
+struct RetentionBasis {
+    int64_t pg_us;
+    bool is_newest_key;  // the newest key's millisecond, which is earlier than now
+};
+
+// The earlier of now and the millisecond of the table's newest key, so that a clock ahead of
+// every key expires nothing that the keys do not; now alone for a table without a key.
+RetentionBasis retention_basis(int64_t now_pg_us, bool has_key, int64_t newest_key);
+
+// What the retention does with a partition.
+enum class Expiry {
+    kKept,      // newer than the retention by the clock
+    kExpired,   // older than the retention counted back from its basis
+    kHeldBack,  // older by the clock alone, but not by the newest key
+};
+
+// The partition's fate, from the first id of the retention's start by the clock alone and from
+// its basis (retention_basis), which is never later.
+Expiry expiry_of(const IdRange &range, int64_t clock_start_id, int64_t retention_start_id);
+
 // The Unix milliseconds from which every id of a partition is inside its range: the first whole
 // millisecond at or after its lower bound (the epoch for a bound at or below id 0).
 int64_t first_whole_ms(int64_t lower_id);

@@ -2,6 +2,7 @@
 
 #include "core/partition_plan.hpp"
 
+#include "core/codec.hpp"
 #include "core/layout.hpp"
 
 #include <gtest/gtest.h>
@@ -103,6 +104,42 @@ TEST(IsExpired, OnlyWhenTheWholeRangeIsOlder) {
     EXPECT_TRUE(is_expired({100, 200}, 200));
     EXPECT_TRUE(is_expired({100, 200}, 250));
     EXPECT_FALSE(is_expired({100, 200}, 199));
+}
+
+TEST(RetentionBasis, TheEarlierOfNowAndTheNewestKey) {
+    constexpr int64_t kMs = int64_t{1} << kTimestampShift;
+    // An id of 5 ms after the epoch, sequence 7, and the instant of that millisecond.
+    const int64_t key = 5 * kMs + 7;
+    const int64_t key_pg_us = pg_us_from_unix_ms(kEpochUnixMs + 5);
+    // A clock a day ahead of the key: the key's millisecond.
+    RetentionBasis basis = retention_basis(key_pg_us + int64_t{86400} * 1000000, true, key);
+    EXPECT_EQ(basis.pg_us, key_pg_us);
+    EXPECT_TRUE(basis.is_newest_key);
+    // A key from a clock ahead of now: now.
+    basis = retention_basis(key_pg_us - 1, true, key);
+    EXPECT_EQ(basis.pg_us, key_pg_us - 1);
+    EXPECT_FALSE(basis.is_newest_key);
+    // Now within the key's millisecond, and exactly at its start: now.
+    basis = retention_basis(key_pg_us + 999, true, key);
+    EXPECT_EQ(basis.pg_us, key_pg_us);
+    EXPECT_TRUE(basis.is_newest_key);
+    basis = retention_basis(key_pg_us, true, key);
+    EXPECT_EQ(basis.pg_us, key_pg_us);
+    EXPECT_FALSE(basis.is_newest_key);
+    // No key: now, however far ahead.
+    basis = retention_basis(key_pg_us + int64_t{86400} * 1000000, false, 0);
+    EXPECT_EQ(basis.pg_us, key_pg_us + int64_t{86400} * 1000000);
+    EXPECT_FALSE(basis.is_newest_key);
+}
+
+TEST(ExpiryOf, HeldBackOnlyWhatTheClockAloneWouldExpire) {
+    // The clock's start at 300, the newest key's at 200.
+    EXPECT_EQ(expiry_of({100, 200}, 300, 200), Expiry::kExpired);
+    EXPECT_EQ(expiry_of({200, 300}, 300, 200), Expiry::kHeldBack);
+    EXPECT_EQ(expiry_of({300, 400}, 300, 200), Expiry::kKept);
+    // Without a newer key the two starts are one.
+    EXPECT_EQ(expiry_of({200, 300}, 300, 300), Expiry::kExpired);
+    EXPECT_EQ(expiry_of({300, 400}, 300, 300), Expiry::kKept);
 }
 
 TEST(PartitionNameTag, SameForTheSameNameOnly) {

@@ -58,6 +58,7 @@ extern "C" {
 #include "pg/object_names.hpp"
 #include "pg/compat.hpp"
 #include "pg/partitions/partition_bounds.hpp"
+#include "pg/partitions/partition_clock.hpp"
 #include "pg/partitions/partition_setups.hpp"
 #include "pg/partitions/table_time_limit.hpp"
 
@@ -117,12 +118,6 @@ uint64 run_as_owner(const Report &report, Oid owner, const char *statement, int 
                     Oid *argument_types, Datum *arguments, const char *nulls, bool see_every_row) {
     return run_statement_as({owner, report.function_name, statement, see_every_row}, statement,
                             argument_count, argument_types, arguments, nulls);
-}
-
-// A bigint of the last query's first row.
-int64 result_int64(int column, bool *is_null) {
-    return DatumGetInt64(
-        SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, column, is_null));
 }
 
 // The extension's schema and objects, read as the caller (the catalog is public).
@@ -450,20 +445,41 @@ char *create_partition(const Report &report, const Setup &setup, Oid owner, Attr
     return qualified;
 }
 
-// Detaches (and drops, if the setup says so) the partitions whose whole range is older than the
-// retention: their bounds hold no newer key, so none is read.
-bool trim_partitions(const Report &report, const Setup &setup, Oid owner,
+// Detaches (and drops, if the setup says so) the partitions whose whole range ends at least the
+// retention before both now and the newest key: their bounds hold no newer key, so none is read
+// from them. The newest key is read only when the clock would expire a partition. Those it keeps
+// are reported, with a warning where the clock puts even the newest key beyond the retention.
+bool trim_partitions(const Report &report, const Setup &setup, Oid owner, AttrNumber key_attnum,
                      const Partition *partitions, int count) {
-    const int64 retention_start = snowflake_min_id_at(DatumGetTimestampTz(DirectFunctionCall2(
-        timestamptz_mi_interval, TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()),
-        setup.retain)));
-    bool did_something = false;
+    const TimestampTz now = GetCurrentTransactionStartTimestamp();
+    const int64 clock_start = retention_start_id(now, setup.retain);
+    bool due = false;
     for (int i = 0; i < count; i++) {
-        if (!snowflake::is_expired(partitions[i].range, retention_start)) {
+        due = due || snowflake::is_expired(partitions[i].range, clock_start);
+    }
+    if (!due) {
+        return false;
+    }
+    int64 newest_key = 0;
+    const bool has_key = read_key_end(setup.parent, owner, key_attnum, report.function_name,
+                                      KeyEnd::kNewest, &newest_key);
+    const snowflake::RetentionBasis basis = snowflake::retention_basis(now, has_key, newest_key);
+    const int64 retention_start =
+        basis.is_newest_key ? retention_start_id(basis.pg_us, setup.retain) : clock_start;
+    int held_back = 0;
+    for (int i = 0; i < count; i++) {
+        const snowflake::Expiry expiry =
+            snowflake::expiry_of(partitions[i].range, clock_start, retention_start);
+        if (expiry == snowflake::Expiry::kKept) {
+            continue;
+        }
+        if (expiry == snowflake::Expiry::kHeldBack) {
+            add_row(report, setup.parent, table_text(partitions[i].relation),
+                    "kept (older than the retention by the clock, not by the newest key)");
+            held_back++;
             continue;
         }
         const char *partition = table_text(partitions[i].relation);
-        did_something = true;
         run_as_owner(
             report, owner,
             psprintf("ALTER TABLE %s DETACH PARTITION %s", table_text(setup.parent), partition), 0,
@@ -477,7 +493,10 @@ bool trim_partitions(const Report &report, const Setup &setup, Oid owner,
             add_row(report, setup.parent, partition, "detached (older than the retention)");
         }
     }
-    return did_something;
+    if (held_back > 0 && newest_key < clock_start) {
+        warn_held_back(setup.parent, held_back, now, newest_key);
+    }
+    return true;
 }
 
 // Brings one locked table up to its setup: checks its partitions against the boundaries, adopts
@@ -491,15 +510,11 @@ void maintain_table(const Report &report, const Extension &extension, const Setu
     const Partition *partitions = read_partitions(setup, &count);
     const int64 now_id = snowflake_min_id_at(GetCurrentTransactionStartTimestamp());
     int64 create_from = now_id;
-    bool is_null = true;
     if (at_setup) {
-        run_as_owner(report, owner,
-                     psprintf("SELECT pg_catalog.min(%s)::bigint FROM %s",
-                              quote_identifier(get_attname(setup.parent, key_attnum, false)),
-                              table_text(setup.parent)),
-                     0, nullptr, nullptr, nullptr, true);
-        const int64 oldest_key = result_int64(1, &is_null);
-        if (!is_null && oldest_key >= 0 && oldest_key < create_from) {
+        int64 oldest_key = 0;
+        if (read_key_end(setup.parent, owner, key_attnum, report.function_name, KeyEnd::kOldest,
+                         &oldest_key) &&
+            oldest_key >= 0 && oldest_key < create_from) {
             create_from = oldest_key;
         }
     }
@@ -557,7 +572,7 @@ void maintain_table(const Report &report, const Extension &extension, const Setu
             did_something = true;
         }
     }
-    if (setup.has_retain && trim_partitions(report, setup, owner, partitions, count)) {
+    if (setup.has_retain && trim_partitions(report, setup, owner, key_attnum, partitions, count)) {
         did_something = true;
     }
     if (!did_something) {

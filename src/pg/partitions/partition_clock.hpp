@@ -1,0 +1,23 @@
+// What the maintenance of time partitions (partitions.cpp) reads and says about the clock: an end
+// of a table's keys (the newest is where the retention counts back from when the clock is ahead of
+// it), and the warning that says so. Include after postgres.h.
+#pragma once
+
+// Which end of a table's keys to read.
+enum class KeyEnd { kOldest, kNewest };
+
+// The table's oldest or newest key, read as its owner with every row seen (row_security off: a
+// policy that applies to the owner makes it fail with 42501); false for a table without a row.
+// An index on the key makes it one index lookup per partition, from that end to the first
+// partition that holds a row.
+bool read_key_end(Oid parent, Oid owner, AttrNumber key_attnum, const char *function_name,
+                  KeyEnd end, int64 *key);
+
+// The first id of the retention's start: retain before the instant from.
+int64 retention_start_id(TimestampTz from, Datum retain);
+
+// Warns that the newest key kept partitions that the clock alone would expire, with the clock's
+// reading and the newest key's time, so that an operator sees a clock that is ahead. Called only
+// where the clock puts every row beyond the retention: a table that gets rows less often than
+// its maintenance runs keeps a partition more now and then, which is no news.
+void warn_held_back(Oid parent, int held_back, TimestampTz now, int64 newest_key);
