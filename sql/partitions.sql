@@ -364,10 +364,19 @@ SELECT * FROM snowflake_partition_table('zoned', '1 day', 1, NULL, 'IST');
 SELECT * FROM snowflake_partition_table('zoned', '1 day', 1, NULL, 'UTC+99');
 
 -- A partition more than 100000 periods back (here an hour of 2011 for hourly partitions) would
--- need that many boundaries: refused, and nothing is set up.
+-- need that many boundaries: refused, and nothing is set up. Alone, it is as far from the clock
+-- as a clock decades ahead would be: the error names the clock (its text has the clock's reading,
+-- test/t/033_retention_clock.pl checks it). With a partition of now, the span of the partitions
+-- is what is too long: the error says to choose a longer interval.
 CREATE TABLE ancient (id bigint NOT NULL) PARTITION BY RANGE (id);
 CREATE TABLE ancient_2011 PARTITION OF ancient
     FOR VALUES FROM (snowflake_min_id('2011-01-01 00:00+00')) TO (snowflake_min_id('2011-01-01 01:00+00'));
+\set VERBOSITY sqlstate
+SELECT * FROM snowflake_partition_table('ancient', '1 hour', 1);
+\set VERBOSITY default
+CREATE TABLE ancient_now PARTITION OF ancient
+    FOR VALUES FROM (snowflake_min_id(date_trunc('hour', now())))
+    TO (snowflake_min_id(date_trunc('hour', now()) + interval '1 hour'));
 SELECT * FROM snowflake_partition_table('ancient', '1 hour', 1);
 SELECT count(*) AS ancient_partitions FROM pg_inherits WHERE inhparent = 'ancient'::regclass;
 SELECT count(*) AS ancient_setups FROM snowflake_partitioned_tables WHERE parent = 'ancient'::regclass;

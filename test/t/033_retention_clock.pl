@@ -1,7 +1,8 @@
 # The retention of time partitions beside a clock that is off: a clock a day ahead of every key
 # expires nothing that the keys do not, in the function and in the procedure, and says so with
 # the clock's reading and the newest key's time; once a row is inserted at that clock, the
-# retention follows it, as the ids do (the documented limit).
+# retention follows it, as the ids do (the documented limit); and a clock decades ahead is named
+# when it makes the boundaries too many.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -107,6 +108,23 @@ for my $partition (split / /, $holding{by_function}) {
 }
 is($node->safe_psql('postgres', 'SELECT string_agg(id::text, \' \') FROM by_function'),
     $ahead_id, 'the rows made at the right clock went with them');
+
+# A clock decades ahead: too many boundaries, and the clock is named.
+set_clock_offset($clock_file, '@2060-01-01 00:00:00');
+$node->poll_query_until('postgres', q(SELECT now() > '2059-12-31'))
+  or die 'the server does not see the clock in 2060';
+$err = error_of($node, q(SELECT * FROM snowflake_maintain_partitions('by_procedure')));
+like($err,
+    qr/ERROR:  54000: the clock reads 2060-01-01 [\d:.+-]+, [^\n]* after the end of the newest partition of public\.by_procedure/,
+    'a clock decades ahead is named, with 54000');
+like($err, qr/HINT:  Check the server's clock first\./, 'and the hint says to check it first');
+($call_ret, $call_out, $call_err) =
+  $node->psql('postgres', 'CALL snowflake_run_partition_maintenance()');
+like($call_err,
+    qr/WARNING:  time partitions of public\.by_procedure were not maintained: the clock reads 2060-01-01/,
+    'the procedure names the clock too');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM by_procedure'),
+    '100', 'and changes nothing');
 
 $node->stop;
 done_testing();

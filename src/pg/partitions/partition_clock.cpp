@@ -95,3 +95,27 @@ void warn_held_back(Oid parent, int held_back, TimestampTz now, int64 newest_key
                      "than the retention: the partitions go once newer rows come, or detach them "
                      "by hand.")));
 }
+
+// The clock before the partitions is named by the start of the oldest, after them by the end of
+// the newest.
+void refuse_clock_far(Oid parent, int max_boundaries, TimestampTz now,
+                      const snowflake::IdRange &span) {
+    const TimestampTz start = snowflake::pg_us_from_unix_ms(snowflake::first_whole_ms(span.lower));
+    const TimestampTz end = snowflake::pg_us_from_unix_ms(snowflake::end_ms(span.upper));
+    const bool ahead = now >= end;
+    ereport(
+        ERROR,
+        (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+         ahead ? errmsg("the clock reads %s, %s after the end of the newest partition of %s, "
+                        "which would need more than %d partition boundaries",
+                        time_text(now), age_text(now, end), table_text(parent), max_boundaries)
+               : errmsg("the clock reads %s, %s before the start of the oldest partition of "
+                        "%s, which would need more than %d partition boundaries",
+                        time_text(now), age_text(start, now), table_text(parent), max_boundaries),
+         errdetail("Maintenance computes every boundary between the partitions and the "
+                   "clock's period, to check that the partitions line up. The partitions "
+                   "alone span %s to %s.",
+                   time_text(start), time_text(end)),
+         errhint("Check the server's clock first. If it is right, detach the partitions far "
+                 "from now, or set the table up again with a longer interval.")));
+}

@@ -1,7 +1,10 @@
 // What the maintenance of time partitions (partitions.cpp) reads and says about the clock: an end
 // of a table's keys (the newest is where the retention counts back from when the clock is ahead of
-// it), and the warning that says so. Include after postgres.h.
+// it), the warning that says so, and the refusal that names a clock far from the partitions.
+// Include after postgres.h.
 #pragma once
+
+#include "core/partition_plan.hpp"
 
 // Which end of a table's keys to read.
 enum class KeyEnd { kOldest, kNewest };
@@ -21,3 +24,8 @@ int64 retention_start_id(TimestampTz from, Datum retain);
 // where the clock puts every row beyond the retention: a table that gets rows less often than
 // its maintenance runs keeps a partition more now and then, which is no news.
 void warn_held_back(Oid parent, int held_back, TimestampTz now, int64 newest_key);
+
+// Refuses a table whose boundaries would be too many because the clock lies far outside the span
+// of its partitions (which alone would fit), naming the clock and how far it is from them.
+void refuse_clock_far(Oid parent, int max_boundaries, TimestampTz now,
+                      const snowflake::IdRange &span);

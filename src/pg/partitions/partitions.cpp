@@ -306,7 +306,8 @@ Partition *read_partitions(const Setup &setup, int *count) {
 // across a change of half an hour (Australia/Lord_Howe). Both depend only on the instant, never
 // on where the series began, so that boundaries computed after the retention has removed the
 // oldest partitions are those computed before. Fills each boundary's first id and the fields
-// that name the period it starts.
+// that name the period it starts; returns how many, or -1 where they would be more than
+// kMaxBoundaries.
 int compute_boundaries(const Report &report, const Extension &extension, const Setup &setup,
                        Oid owner, int64 first_id, int64 last_id, TimestampTz now,
                        int64 **boundary_ids, snowflake::PeriodStart **starts) {
@@ -338,15 +339,7 @@ int compute_boundaries(const Report &report, const Extension &extension, const S
                        Int64GetDatum(last_id)};
     const uint64 rows = run_as_owner(report, owner, statement, 7, types, values, nullptr, false);
     if (rows > static_cast<uint64>(kMaxBoundaries)) {
-        ereport(ERROR,
-                (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-                 errmsg("%s would need more than %d partition boundaries",
-                        OidIsValid(setup.parent) ? table_text(setup.parent) : report.function_name,
-                        kMaxBoundaries),
-                 OidIsValid(setup.parent)
-                     ? errhint("Its oldest key or partition is too far back for this interval: "
-                               "choose a longer interval.")
-                     : errhint("Ask for a shorter span of time, or a longer interval.")));
+        return -1;
     }
     *boundary_ids = static_cast<int64 *>(palloc(sizeof(int64) * rows));
     *starts = static_cast<snowflake::PeriodStart *>(palloc(sizeof(snowflake::PeriodStart) * rows));
@@ -362,6 +355,33 @@ int compute_boundaries(const Report &report, const Extension &extension, const S
         (*starts)[i] = {fields[0], fields[1], fields[2], fields[3], fields[4], fields[5]};
     }
     return static_cast<int>(rows);
+}
+
+// Refuses a table whose boundaries would be too many. Where the clock lies outside the span of
+// its partitions, and the span alone would fit, the clock is what is far, and is named first.
+void refuse_too_many_boundaries(const Report &report, const Extension &extension,
+                                const Setup &setup, Oid owner, const Partition *partitions,
+                                int count) {
+    const TimestampTz now = GetCurrentTransactionStartTimestamp();
+    const int64 now_id = snowflake_min_id_at(now);
+    IdRange span{PG_INT64_MAX, 0};
+    for (int i = 0; i < count; i++) {
+        span.lower = Min(span.lower, partitions[i].range.lower);
+        span.upper = Max(span.upper, partitions[i].range.upper);
+    }
+    int64 *boundaries = nullptr;
+    snowflake::PeriodStart *starts = nullptr;
+    if (count > 0 && (now_id < span.lower || now_id >= span.upper) &&
+        compute_boundaries(report, extension, setup, owner, span.lower, span.upper,
+                           snowflake::pg_us_from_unix_ms(snowflake::first_whole_ms(span.lower)),
+                           &boundaries, &starts) >= 0) {
+        refuse_clock_far(setup.parent, kMaxBoundaries, now, span);
+    }
+    ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+                    errmsg("%s would need more than %d partition boundaries",
+                           table_text(setup.parent), kMaxBoundaries),
+                    errhint("Its oldest key or partition is too far back for this interval: choose "
+                            "a longer interval.")));
 }
 
 // One row of the report.
@@ -529,6 +549,9 @@ void maintain_table(const Report &report, const Extension &extension, const Setu
     const int boundary_count =
         compute_boundaries(report, extension, setup, owner, first_id, last_id,
                            GetCurrentTransactionStartTimestamp(), &boundaries, &starts);
+    if (boundary_count < 0) {
+        refuse_too_many_boundaries(report, extension, setup, owner, partitions, count);
+    }
     auto *ranges = static_cast<IdRange *>(palloc(sizeof(IdRange) * (count + 1)));
     for (int i = 0; i < count; i++) {
         ranges[i] = partitions[i].range;
@@ -1107,6 +1130,12 @@ extern "C" Datum snowflake_partition_boundaries(PG_FUNCTION_ARGS) {
     const Report report{nullptr, nullptr, kName};
     const int count = compute_boundaries(report, extension, setup, GetUserId(), first_id,
                                          series_end_id, since, &boundaries, &starts);
+    if (count < 0) {
+        ereport(ERROR,
+                (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+                 errmsg("%s would need more than %d partition boundaries", kName, kMaxBoundaries),
+                 errhint("Ask for a shorter span of time, or a longer interval.")));
+    }
     for (int period = 0; period + 1 < count; period++) {
         if (boundaries[period + 1] <= first_id ||
             (boundaries[period] >= last_id && boundaries[period] > first_id)) {
