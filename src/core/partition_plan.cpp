@@ -141,10 +141,41 @@ RetentionBasis retention_basis(int64_t now_pg_us, bool has_key, int64_t newest_k
     return {now_pg_us, false};
 }
 
-// Only a partition the clock would expire can be held back.
-Expiry expiry_of(const IdRange &range, int64_t clock_start_id, int64_t retention_start_id) {
+// Ordered by lower bound alone: partitions that line up never share one.
+void sort_ranges(IdRange *ranges, size_t count) {
+    std::sort(ranges, ranges + count,
+              [](const IdRange &a, const IdRange &b) { return a.lower < b.lower; });
+}
+
+// A partition that reaches past where the walk has got to meets it too, so that only a real
+// hole ends the run.
+SeriesGap gap_before(const IdRange *series, size_t count, int64_t current_lower) {
+    size_t older = 0;
+    while (older < count && series[older].lower < current_lower) {
+        older++;
+    }
+    int64_t reach = current_lower;
+    while (older > 0 && series[older - 1].upper >= reach) {
+        reach = std::min(reach, series[older - 1].lower);
+        older--;
+    }
+    if (older == 0) {
+        return {false, 0, 0};
+    }
+    return {true, series[older - 1].upper, reach};
+}
+
+// A partition before the gap ends at or before its start.
+bool lies_before(const IdRange &range, const SeriesGap &gap) {
+    return gap.found && range.upper <= gap.lower;
+}
+
+// Only a partition the clock would expire can be held back, and only one the retention would
+// expire is kept for a gap: the newest key is the first reason given.
+Expiry expiry_of(const IdRange &range, int64_t clock_start_id, int64_t retention_start_id,
+                 const SeriesGap &gap) {
     if (is_expired(range, retention_start_id)) {
-        return Expiry::kExpired;
+        return lies_before(range, gap) ? Expiry::kBeforeGap : Expiry::kExpired;
     }
     return is_expired(range, clock_start_id) ? Expiry::kHeldBack : Expiry::kKept;
 }

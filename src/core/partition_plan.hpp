@@ -1,7 +1,8 @@
 // The rules of time partitions keyed by Snowflake ids (doc/reference.md "Time partitions"): which
 // intervals make partitions, how a partition is named from its start, whether existing partitions
-// line up with the boundaries, which periods lack a partition and which have expired. Pure
-// C++17: the glue computes the boundaries with PostgreSQL's own time-zone arithmetic.
+// line up with the boundaries, which periods lack a partition, where a gap lies before now and
+// which have expired. Pure C++17: the glue computes the boundaries with PostgreSQL's own time-zone
+// arithmetic.
 #pragma once
 
 #include <cstddef>
@@ -87,16 +88,40 @@ struct RetentionBasis {
 // every key expires nothing that the keys do not; now alone for a table without a key.
 RetentionBasis retention_basis(int64_t now_pg_us, bool has_key, int64_t newest_key);
 
-// What the retention does with a partition.
-enum class Expiry {
-    kKept,      // newer than the retention by the clock
-    kExpired,   // older than the retention counted back from its basis
-    kHeldBack,  // older by the clock alone, but not by the newest key
+// A gap in a table's partitions: ids from the end of one partition to the start of the next,
+// which no partition holds.
+struct SeriesGap {
+    bool found;
+    int64_t lower;  // the upper bound of the newest partition before the gap
+    int64_t upper;  // the lower bound of the oldest partition of the run after it
 };
 
-// The partition's fate, from the first id of the retention's start by the clock alone and from
-// its basis (retention_basis), which is never later.
-Expiry expiry_of(const IdRange &range, int64_t clock_start_id, int64_t retention_start_id);
+// Sorts ranges by their lower bound, as gap_before() takes them.
+void sort_ranges(IdRange *ranges, size_t count);
+
+// The gap nearest before the current period, whose first id is current_lower: going back from
+// there through partitions that meet, the first place where the next older partition ends before
+// the newer one starts. series holds every partition of the table, sorted by lower bound, each
+// spanning one period (check_ranges). Not found when the partitions meet all the way back to the
+// oldest, or when none starts before the current period.
+SeriesGap gap_before(const IdRange *series, size_t count, int64_t current_lower);
+
+// Whether a partition lies before the gap, where the retention must not reach it.
+bool lies_before(const IdRange &range, const SeriesGap &gap);
+
+// What the retention does with a partition.
+enum class Expiry {
+    kKept,       // newer than the retention by the clock
+    kExpired,    // older than the retention counted back from its basis
+    kHeldBack,   // older by the clock alone, but not by the newest key
+    kBeforeGap,  // older than the retention, but a gap lies between it and the current period
+};
+
+// The partition's fate, from the first id of the retention's start by the clock alone, from its
+// basis (retention_basis), which is never later, and from the gap before the current period
+// (gap_before), across which nothing expires.
+Expiry expiry_of(const IdRange &range, int64_t clock_start_id, int64_t retention_start_id,
+                 const SeriesGap &gap);
 
 // The Unix milliseconds from which every id of a partition is inside its range: the first whole
 // millisecond at or after its lower bound (the epoch for a bound at or below id 0).

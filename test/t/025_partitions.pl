@@ -123,14 +123,21 @@ $holder->query_safe('COMMIT');
 
 # A cancel or statement_timeout ends the maintenance of every table, as it ends a PL/pgSQL
 # block's EXCEPTION WHEN OTHERS: it is not taken for one table's failure. Three tables' expired
-# partitions are held, and each waits its second (lock_timeout) for them.
+# partitions are held, and each waits its second (lock_timeout) for them. The two days between
+# are made too: the retention removes nothing across a gap.
 for my $table (map { "held_$_" } 1 .. 3) {
     $node->safe_psql('postgres', qq(
 CREATE TABLE $table (id bigint NOT NULL) PARTITION BY RANGE (id);
 SELECT count(*) FROM snowflake_partition_table('$table', '1 day', 1, retain => '2 days');
 CREATE TABLE ${table}_old PARTITION OF $table
-    FOR VALUES FROM (snowflake_min_id(date_trunc('day', now()) - interval '4 days'))
-    TO (snowflake_min_id(date_trunc('day', now()) - interval '3 days'))));
+    FOR VALUES FROM (snowflake_min_id(date_trunc('day', now()) - interval '3 days'))
+    TO (snowflake_min_id(date_trunc('day', now()) - interval '2 days'));
+CREATE TABLE ${table}_between_1 PARTITION OF $table
+    FOR VALUES FROM (snowflake_min_id(date_trunc('day', now()) - interval '2 days'))
+    TO (snowflake_min_id(date_trunc('day', now()) - interval '1 day'));
+CREATE TABLE ${table}_between_2 PARTITION OF $table
+    FOR VALUES FROM (snowflake_min_id(date_trunc('day', now()) - interval '1 day'))
+    TO (snowflake_min_id(date_trunc('day', now())))));
 }
 $holder->query_safe('BEGIN; LOCK TABLE held_1_old, held_2_old, held_3_old IN ACCESS SHARE MODE');
 my ($timed_out, $timed_out_out, $timed_out_err) = $node->psql('postgres', q(

@@ -225,7 +225,9 @@ $node->safe_psql('old17', 'DROP TABLE race_dropping, race_go, race_new; DROP FUN
 
 # The procedure. Bob's table, maintained first (its OID is lower), has an expired partition that
 # the run detaches; alice holds the expired partitions of her six tables, for each of which the
-# run waits its second (lock_timeout) and goes on; bob drops his last table meanwhile.
+# run waits its second (lock_timeout) and goes on; bob drops his last table meanwhile. The days
+# between each expired partition and the current day are made too: the retention removes nothing
+# across a gap.
 $node->safe_psql('postgres', q(
 CREATE EXTENSION snowflake;
 GRANT CREATE ON SCHEMA public TO alice, bob;
@@ -252,8 +254,14 @@ for my $table ('bob_events', map { "alice_$_" } 1 .. 6) {
     $node->safe_psql('postgres', qq(
 SET ROLE $owner;
 CREATE TABLE ${table}_old PARTITION OF $table
-    FOR VALUES FROM (snowflake_min_id(date_trunc('day', now(), 'UTC') - interval '4 days'))
-    TO (snowflake_min_id(date_trunc('day', now(), 'UTC') - interval '3 days'))));
+    FOR VALUES FROM (snowflake_min_id(date_trunc('day', now(), 'UTC') - interval '3 days'))
+    TO (snowflake_min_id(date_trunc('day', now(), 'UTC') - interval '2 days'));
+CREATE TABLE ${table}_between_1 PARTITION OF $table
+    FOR VALUES FROM (snowflake_min_id(date_trunc('day', now(), 'UTC') - interval '2 days'))
+    TO (snowflake_min_id(date_trunc('day', now(), 'UTC') - interval '1 day'));
+CREATE TABLE ${table}_between_2 PARTITION OF $table
+    FOR VALUES FROM (snowflake_min_id(date_trunc('day', now(), 'UTC') - interval '1 day'))
+    TO (snowflake_min_id(date_trunc('day', now(), 'UTC')))));
 }
 my $alice = $node->background_psql('postgres');
 $alice->query_safe(q(SET ROLE alice; BEGIN;

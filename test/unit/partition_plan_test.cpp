@@ -1,4 +1,5 @@
-// Naming partitions, checking existing ranges against boundaries, and what is missing or expired.
+// Naming partitions, checking existing ranges against boundaries, what is missing or expired, and
+// the gap before now across which nothing expires.
 
 #include "core/partition_plan.hpp"
 
@@ -132,14 +133,91 @@ TEST(RetentionBasis, TheEarlierOfNowAndTheNewestKey) {
     EXPECT_FALSE(basis.is_newest_key);
 }
 
+constexpr SeriesGap kNoGap{false, 0, 0};
+
 TEST(ExpiryOf, HeldBackOnlyWhatTheClockAloneWouldExpire) {
     // The clock's start at 300, the newest key's at 200.
-    EXPECT_EQ(expiry_of({100, 200}, 300, 200), Expiry::kExpired);
-    EXPECT_EQ(expiry_of({200, 300}, 300, 200), Expiry::kHeldBack);
-    EXPECT_EQ(expiry_of({300, 400}, 300, 200), Expiry::kKept);
+    EXPECT_EQ(expiry_of({100, 200}, 300, 200, kNoGap), Expiry::kExpired);
+    EXPECT_EQ(expiry_of({200, 300}, 300, 200, kNoGap), Expiry::kHeldBack);
+    EXPECT_EQ(expiry_of({300, 400}, 300, 200, kNoGap), Expiry::kKept);
     // Without a newer key the two starts are one.
-    EXPECT_EQ(expiry_of({200, 300}, 300, 300), Expiry::kExpired);
-    EXPECT_EQ(expiry_of({300, 400}, 300, 300), Expiry::kKept);
+    EXPECT_EQ(expiry_of({200, 300}, 300, 300, kNoGap), Expiry::kExpired);
+    EXPECT_EQ(expiry_of({300, 400}, 300, 300, kNoGap), Expiry::kKept);
+}
+
+TEST(ExpiryOf, NothingExpiresAcrossAGap) {
+    // No partition from 300 to 400: the one from 200 to 300 lies before the gap.
+    const SeriesGap gap{true, 300, 400};
+    EXPECT_EQ(expiry_of({200, 300}, 500, 500, gap), Expiry::kBeforeGap);
+    EXPECT_EQ(expiry_of({100, 200}, 500, 500, gap), Expiry::kBeforeGap);
+    // After the gap the retention works as before.
+    EXPECT_EQ(expiry_of({400, 500}, 500, 500, gap), Expiry::kExpired);
+    EXPECT_EQ(expiry_of({500, 600}, 500, 500, gap), Expiry::kKept);
+    // What the newest key keeps is reported as such, and what neither expires is kept.
+    EXPECT_EQ(expiry_of({200, 300}, 500, 200, gap), Expiry::kHeldBack);
+    EXPECT_EQ(expiry_of({200, 300}, 300, 300, gap), Expiry::kBeforeGap);
+    EXPECT_EQ(expiry_of({200, 300}, 250, 250, gap), Expiry::kKept);
+}
+
+// Partitions of kBoundaries (100 to 500) and of 600 to 700 and 700 to 800, as a clock that
+// stepped past 500 and 600 leaves them.
+constexpr IdRange kStepped[] = {{100, 200}, {200, 300}, {300, 400}, {600, 700}, {700, 800}};
+constexpr size_t kSteppedCount = sizeof(kStepped) / sizeof(kStepped[0]);
+
+TEST(SortRanges, ByLowerBound) {
+    IdRange ranges[] = {{600, 700}, {100, 200}, {700, 800}, {300, 400}, {200, 300}};
+    sort_ranges(ranges, kSteppedCount);
+    for (size_t i = 0; i < kSteppedCount; i++) {
+        EXPECT_EQ(ranges[i].lower, kStepped[i].lower);
+        EXPECT_EQ(ranges[i].upper, kStepped[i].upper);
+    }
+    sort_ranges(ranges, 0);
+}
+
+TEST(GapBefore, TheNearestHoleBeforeTheCurrentPeriod) {
+    // The current period starts at 600: the hole from 400 to 600 lies before it.
+    SeriesGap gap = gap_before(kStepped, kSteppedCount, 600);
+    EXPECT_TRUE(gap.found);
+    EXPECT_EQ(gap.lower, 400);
+    EXPECT_EQ(gap.upper, 600);
+    EXPECT_TRUE(lies_before(kStepped[0], gap));
+    EXPECT_TRUE(lies_before(kStepped[2], gap));
+    EXPECT_FALSE(lies_before(kStepped[3], gap));
+    EXPECT_FALSE(lies_before(kStepped[4], gap));
+    // The current period at 700: the run back from it still ends at 600.
+    gap = gap_before(kStepped, kSteppedCount, 700);
+    EXPECT_TRUE(gap.found);
+    EXPECT_EQ(gap.lower, 400);
+    EXPECT_EQ(gap.upper, 600);
+}
+
+TEST(GapBefore, NoneWhereThePartitionsMeetBackToTheOldest) {
+    const IdRange all[] = {{100, 200}, {200, 300}, {300, 400}, {400, 500}};
+    EXPECT_FALSE(gap_before(all, 4, 400).found);
+    EXPECT_FALSE(gap_before(all, 4, 100).found);
+    EXPECT_FALSE(gap_before(all, 0, 400).found);
+    EXPECT_FALSE(lies_before(all[0], gap_before(all, 4, 400)));
+    // A hole ahead of the current period is no gap before it: a clock set back.
+    EXPECT_FALSE(gap_before(kStepped, kSteppedCount, 300).found);
+    // The current period's partition itself missing: the gap ends where that period starts.
+    const SeriesGap gap = gap_before(all, 4, 600);
+    EXPECT_TRUE(gap.found);
+    EXPECT_EQ(gap.lower, 500);
+    EXPECT_EQ(gap.upper, 600);
+    EXPECT_TRUE(lies_before(all[3], gap));
+}
+
+TEST(GapBefore, TheNearestOfMany) {
+    // Holes from 200 to 300 and from 400 to 600: the nearer one is the gap, and everything
+    // older than it lies before it, the older hole's partitions too.
+    const IdRange series[] = {{100, 200}, {300, 400}, {600, 700}};
+    const SeriesGap gap = gap_before(series, 3, 600);
+    EXPECT_TRUE(gap.found);
+    EXPECT_EQ(gap.lower, 400);
+    EXPECT_EQ(gap.upper, 600);
+    EXPECT_TRUE(lies_before(series[0], gap));
+    EXPECT_TRUE(lies_before(series[1], gap));
+    EXPECT_FALSE(lies_before(series[2], gap));
 }
 
 TEST(PartitionNameTag, SameForTheSameNameOnly) {

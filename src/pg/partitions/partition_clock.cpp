@@ -1,14 +1,19 @@
 // The clock beside time partitions (partition_clock.hpp). The generator refuses to follow a clock
 // back; the retention must not follow one forward that no key has followed. So the retention
 // counts back from the earlier of now and the newest key, and says so when that keeps what the
-// clock alone would expire. Times are written in ISO form in the session's time zone.
+// clock alone would expire. Once keys follow the clock, the gap in the partitions that its step
+// left still parts the rows made before it from now, and the retention removes nothing across
+// it. Times are written in ISO form in the session's time zone, a gap's in the table's.
 
 extern "C" {
 #include "postgres.h"
 
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "pgtime.h"
 #include "utils/builtins.h"
+#include "utils/datetime.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 }
@@ -55,6 +60,32 @@ const char *age_text(TimestampTz later, TimestampTz earlier) {
 // The instant a key's millisecond starts.
 TimestampTz key_time(int64 key) {
     return snowflake::pg_us_from_unix_ms(snowflake::end_ms(key));
+}
+
+// An instant in ISO form in the table's time zone (a name of pg_timezone_names), which names its
+// partitions' periods, whatever the session's; in the session's if the zone cannot be loaded.
+const char *zone_time_text(TimestampTz instant, const char *time_zone) {
+    pg_tz *zone = pg_tzset(time_zone);
+    struct pg_tm fields;
+    fsec_t fraction = 0;
+    int offset = 0;
+    const char *abbreviation = nullptr;
+    if (zone == nullptr ||
+        timestamp2tm(instant, &offset, &fields, &fraction, &abbreviation, zone) != 0) {
+        return time_text(instant);
+    }
+    char text[MAXDATELEN + 1];
+    EncodeDateTime(&fields, fraction, true, offset, abbreviation, USE_ISO_DATES, text);
+    return pstrdup(text);
+}
+
+// The gap's start (the end of the newest partition before it) and end (the start of the run
+// after it) in the table's time zone.
+void gap_times(const snowflake::SeriesGap &gap, const char *time_zone, const char **start,
+               const char **end) {
+    *start = zone_time_text(key_time(gap.lower), time_zone);
+    *end = zone_time_text(snowflake::pg_us_from_unix_ms(snowflake::first_whole_ms(gap.upper)),
+                          time_zone);
 }
 
 }  // namespace
@@ -118,4 +149,57 @@ void refuse_clock_far(Oid parent, int max_boundaries, TimestampTz now,
                    time_text(start), time_text(end)),
          errhint("Check the server's clock first. If it is right, detach the partitions far "
                  "from now, or set the table up again with a longer interval.")));
+}
+
+// The partitions this run created count, so that a gap they close is none.
+snowflake::SeriesGap gap_before_now(const snowflake::IdRange *found, int found_count,
+                                    const int64 *boundaries, int boundary_count,
+                                    const bool *created, size_t current_period) {
+    auto *series = static_cast<snowflake::IdRange *>(
+        palloc(sizeof(snowflake::IdRange) * (found_count + boundary_count)));
+    size_t count = 0;
+    for (int i = 0; i < found_count; i++) {
+        series[count++] = found[i];
+    }
+    for (int period = 0; period + 1 < boundary_count; period++) {
+        if (created[period]) {
+            series[count++] = snowflake::IdRange{boundaries[period], boundaries[period + 1]};
+        }
+    }
+    snowflake::sort_ranges(series, count);
+    return snowflake::gap_before(series, count, boundaries[current_period]);
+}
+
+// The gap is named in each row, so that the report alone says why.
+const char *kept_before_gap(const snowflake::SeriesGap &gap, const char *time_zone) {
+    const char *start = nullptr;
+    const char *end = nullptr;
+    gap_times(gap, time_zone, &start, &end);
+    return psprintf("kept (a gap in the partitions from %s to %s lies between it and now)", start,
+                    end);
+}
+
+// A WARNING reaches the server's log, which a scheduled run's notices do not. The hint offers
+// only what is safe once the clock is known to be right.
+void warn_kept_before_gap(Oid parent, int kept, const snowflake::SeriesGap &gap,
+                          const char *time_zone, const char *unit_name) {
+    const char *start = nullptr;
+    const char *end = nullptr;
+    gap_times(gap, time_zone, &start, &end);
+    ereport(WARNING,
+            (errmsg_plural("the retention of %s keeps %d partition before a gap in its partitions",
+                           "the retention of %s keeps %d partitions before a gap in its partitions",
+                           kept, table_text(parent), kept),
+             errdetail("No partition holds the time from %s to %s. A step of the clock ahead, or "
+                       "a stop of maintenance, leaves such a gap when the clock passes the end of "
+                       "the partitions made ahead by a whole %s or more. The retention removes "
+                       "nothing across it: the rows before it may be the only ones made at the "
+                       "right clock.",
+                       start, end, unit_name),
+             errhint("Check the server's clock first. If it is right, call "
+                     "snowflake_partition_table() again with the table's setup: it creates the "
+                     "missing partitions from its oldest row on, and the retention goes on. Or "
+                     "detach and drop each partition before the gap by hand (ALTER TABLE %s "
+                     "DETACH PARTITION ..., then DROP TABLE ...).",
+                     table_text(parent))));
 }

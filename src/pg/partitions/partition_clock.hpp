@@ -1,7 +1,8 @@
 // What the maintenance of time partitions (partitions.cpp) reads and says about the clock: an end
 // of a table's keys (the newest is where the retention counts back from when the clock is ahead of
-// it), the warning that says so, and the refusal that names a clock far from the partitions.
-// Include after postgres.h.
+// it), the warning that says so, the gap in the partitions that a clock stepped ahead leaves and
+// across which the retention removes nothing, and the refusal that names a clock far from the
+// partitions. Include after postgres.h.
 #pragma once
 
 #include "core/partition_plan.hpp"
@@ -29,3 +30,19 @@ void warn_held_back(Oid parent, int held_back, TimestampTz now, int64 newest_key
 // of its partitions (which alone would fit), naming the clock and how far it is from them.
 void refuse_clock_far(Oid parent, int max_boundaries, TimestampTz now,
                       const snowflake::IdRange &span);
+
+// The gap nearest before the current period in the partitions as this run leaves them: those it
+// found (any order) and those it created (created[period]), since a partition made now may close
+// a gap.
+snowflake::SeriesGap gap_before_now(const snowflake::IdRange *found, int found_count,
+                                    const int64 *boundaries, int boundary_count,
+                                    const bool *created, size_t current_period);
+
+// The report's action for a partition kept because the gap lies between it and now.
+const char *kept_before_gap(const snowflake::SeriesGap &gap, const char *time_zone);
+
+// Warns, once per table and run, that the gap kept partitions the retention would remove, naming
+// the gap in the table's time zone and the safe ways out, since a scheduled run's notices reach
+// no log.
+void warn_kept_before_gap(Oid parent, int kept, const snowflake::SeriesGap &gap,
+                          const char *time_zone, const char *unit_name);

@@ -466,11 +466,13 @@ char *create_partition(const Report &report, const Setup &setup, Oid owner, Attr
 }
 
 // Detaches (and drops, if the setup says so) the partitions whose whole range ends at least the
-// retention before both now and the newest key: their bounds hold no newer key, so none is read
-// from them. The newest key is read only when the clock would expire a partition. Those it keeps
-// are reported, with a warning where the clock puts even the newest key beyond the retention.
+// retention before both now and the newest key, unless a gap in the partitions (gap) lies between
+// them and the current period: their bounds hold no newer key, so none is read from them. The
+// newest key is read only when the clock would expire a partition. Those kept are reported, with
+// a warning where the clock puts even the newest key beyond the retention, or where a gap keeps
+// them.
 bool trim_partitions(const Report &report, const Setup &setup, Oid owner, AttrNumber key_attnum,
-                     const Partition *partitions, int count) {
+                     const Partition *partitions, int count, const snowflake::SeriesGap &gap) {
     const TimestampTz now = GetCurrentTransactionStartTimestamp();
     const int64 clock_start = retention_start_id(now, setup.retain);
     bool due = false;
@@ -487,10 +489,17 @@ bool trim_partitions(const Report &report, const Setup &setup, Oid owner, AttrNu
     const int64 retention_start =
         basis.is_newest_key ? retention_start_id(basis.pg_us, setup.retain) : clock_start;
     int held_back = 0;
+    int before_gap = 0;
     for (int i = 0; i < count; i++) {
         const snowflake::Expiry expiry =
-            snowflake::expiry_of(partitions[i].range, clock_start, retention_start);
+            snowflake::expiry_of(partitions[i].range, clock_start, retention_start, gap);
         if (expiry == snowflake::Expiry::kKept) {
+            continue;
+        }
+        if (expiry == snowflake::Expiry::kBeforeGap) {
+            add_row(report, setup.parent, table_text(partitions[i].relation),
+                    kept_before_gap(gap, setup.time_zone));
+            before_gap++;
             continue;
         }
         if (expiry == snowflake::Expiry::kHeldBack) {
@@ -516,12 +525,17 @@ bool trim_partitions(const Report &report, const Setup &setup, Oid owner, AttrNu
     if (held_back > 0 && newest_key < clock_start) {
         warn_held_back(setup.parent, held_back, now, newest_key);
     }
+    if (before_gap > 0) {
+        warn_kept_before_gap(setup.parent, before_gap, gap, setup.time_zone,
+                             snowflake::partition_unit_name(setup.unit));
+    }
     return true;
 }
 
 // Brings one locked table up to its setup: checks its partitions against the boundaries, adopts
 // them (at setup), creates the missing ones from the current period (at setup: from the period of
-// the oldest key) to ahead periods past it, and trims by the retention.
+// the oldest key) to ahead periods past it, and trims by the retention, never across a gap that
+// the partitions, with those just created, leave before the current period.
 void maintain_table(const Report &report, const Extension &extension, const Setup &setup,
                     bool at_setup) {
     const Oid owner = owner_of(setup.parent);
@@ -574,8 +588,8 @@ void maintain_table(const Report &report, const Extension &extension, const Setu
     // From the period of create_from through ahead periods past the current one.
     const auto boundary_total = static_cast<size_t>(boundary_count);
     const size_t first_period = snowflake::period_of(boundaries, boundary_total, create_from);
-    const size_t end_period = snowflake::period_of(boundaries, boundary_total, now_id) + 1 +
-                              static_cast<size_t>(setup.ahead);
+    const size_t current_period = snowflake::period_of(boundaries, boundary_total, now_id);
+    const size_t end_period = current_period + 1 + static_cast<size_t>(setup.ahead);
     bool *missing = static_cast<bool *>(palloc0(sizeof(bool) * boundary_count));
     snowflake::missing_periods(ranges, static_cast<size_t>(count), boundaries, boundary_total,
                                first_period, end_period, missing);
@@ -595,7 +609,10 @@ void maintain_table(const Report &report, const Extension &extension, const Setu
             did_something = true;
         }
     }
-    if (setup.has_retain && trim_partitions(report, setup, owner, key_attnum, partitions, count)) {
+    if (setup.has_retain &&
+        trim_partitions(
+            report, setup, owner, key_attnum, partitions, count,
+            gap_before_now(ranges, count, boundaries, boundary_count, missing, current_period))) {
         did_something = true;
     }
     if (!did_something) {
