@@ -27,6 +27,10 @@ void snowflake_forget_keys_unchecked();
 bool snowflake_pair_was_read(const KeysFloorState &floor, int64_t node_bits);
 void snowflake_note_pair_read(KeysFloorState &floor, int64_t node_bits, bool read);
 
+// Records why the read of a database failed (or, with an empty text, that none has now), and
+// wakes the waiting calls so that they can say so (keys_readers.cpp).
+void snowflake_record_read_failure(KeysFloorState &floor, const char *failure);
+
 // Asks the postmaster to start the reader, unless one runs or was asked for; an error says that
 // no background worker slot was free.
 void snowflake_request_keys_reader(SnowflakeShared *shared);
