@@ -179,6 +179,29 @@ def stable_functions(root):
     return {name for name, kind in volatility.items() if kind == "STABLE"}
 
 
+def script_functions(root):
+    """Every function the scripts create and do not drop again."""
+    names = set()
+    for path in sorted(glob.glob(os.path.join(root, "src", "sql", "snowflake--*.sql")),
+                       key=script_order):
+        text = re.sub(r"--[^\n]*", "", read(path))
+        for verb, name in re.findall(r"\b(CREATE(?:\s+OR\s+REPLACE)?|DROP)\s+FUNCTION\s+"
+                                     r"(?:IF\s+EXISTS\s+)?(snowflake_\w+)", text, re.I):
+            if verb.upper() == "DROP":
+                names.discard(name)
+            else:
+                names.add(name)
+    return names
+
+
+def check_reference_names_every_function(root):
+    """A function of the scripts that doc/reference.md never names has no documentation."""
+    text = read(os.path.join(root, "doc", "reference.md"))
+    for name in sorted(script_functions(root)):
+        if not re.search(rf"\b{name}\(", text):
+            problems.append(f"doc/reference.md: names nowhere {name}(), which the scripts create")
+
+
 def check_stable_list(root):
     """doc/reference.md's bullet of STABLE functions names exactly the scripts' STABLE ones."""
     text = prose(read(os.path.join(root, "doc", "reference.md")))
@@ -214,6 +237,7 @@ def main():
         check_names(doc, text, sources, settings)
         check_sqlstates(doc, text, sqlstates)
     check_stable_list(root)
+    check_reference_names_every_function(root)
     for problem in sorted(set(problems)):
         print(problem)
     print(f"doc citations: {len(set(problems))} that name nothing, in {len(DOCS)} files")

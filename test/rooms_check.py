@@ -151,9 +151,10 @@ def main():
     if problems:
         print("src/pg: the rooms do not match doc/design.md \"Rooms and arrows\"")
         return 1
-    rooms = sorted({room for arrow in arrows for room in arrow})
-    print(f"src/pg: {len(rooms)} rooms with arrows, {len(arrows)} arrows, no circle, "
-          "as doc/design.md draws them")
+    rooms = sorted(name for name in os.listdir(pg_dir)
+                   if os.path.isdir(os.path.join(pg_dir, name)))
+    print(f"src/pg: {len(rooms)} rooms ({', '.join(rooms)}), module.cpp and the base; "
+          f"{len(arrows)} arrows, no circle, as doc/design.md draws them")
     return 0
 
 
