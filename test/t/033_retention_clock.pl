@@ -178,6 +178,23 @@ like($call_err,
 is($node->safe_psql('postgres', 'SELECT count(*) FROM by_procedure'),
     '200', 'and changes nothing');
 
+# A clock outside the layout has no partition: 22003, as for an id, and nothing changes.
+set_clock_offset($clock_file, '@2009-01-01 00:00:00');
+$node->poll_query_until('postgres', q(SELECT now() < '2010-01-01'))
+  or die 'the server does not see the clock in 2009';
+like(error_of($node, q(SELECT * FROM snowflake_maintain_partitions('by_procedure'))),
+    qr/ERROR:  22003: the clock reads -?\d+ Unix ms, outside the Snowflake timestamp range/,
+    'a clock before the epoch is refused with 22003');
+# A clock in the layout's last weeks: monthly partitions up to its end, none past it.
+set_clock_offset($clock_file, '@2080-06-15 00:00:00');
+$node->poll_query_until('postgres', q(SELECT now() > '2080-01-01'))
+  or die 'the server does not see the clock in 2080';
+$node->safe_psql('postgres', q(CREATE TABLE late (id bigint PRIMARY KEY) PARTITION BY RANGE (id)));
+is($node->safe_psql('postgres', q(
+SELECT count(*) FROM snowflake_partition_table('late', '1 month', 2, NULL, 'UTC', false)
+WHERE action = 'created')),
+    '2', 'in the layout\'s last month, partitions up to its end and none past it');
+
 $node->stop;
 
 # A second server, whose clock only moves forward: a step within the partitions made ahead, and
@@ -333,6 +350,32 @@ unlike($call_err, qr/WARNING|gap/, 'with no warning');
 is($gap_node->safe_psql('stopped', q(
 SELECT (SELECT count(*) FROM stopped_fill) || ' ' || (SELECT count(*) FROM stopped_drop))),
     '100 100', 'the rows made since maintenance resumed are there');
+
+# A table whose policies apply to its owner: the newest key cannot be read whole, so the
+# retention is skipped with a warning, and its partitions are still made.
+$gap_node->safe_psql('stopped', q(
+CREATE ROLE keeper LOGIN;
+GRANT CREATE ON SCHEMA public TO keeper;
+SET ROLE keeper;
+CREATE TABLE guarded (id bigint NOT NULL DEFAULT snowflake_nextval() PRIMARY KEY, body text)
+    PARTITION BY RANGE (id);
+SELECT count(*) FROM snowflake_partition_table('guarded', '1 hour', 2, '1 hour', 'UTC', true);
+INSERT INTO guarded (body) SELECT 'right clock' FROM generate_series(1, 10);
+ALTER TABLE guarded ENABLE ROW LEVEL SECURITY;
+ALTER TABLE guarded FORCE ROW LEVEL SECURITY;
+CREATE POLICY hide_some ON guarded USING (body <> 'right clock')));
+set_clock_offset($gap_clock_file, '+39600');
+$gap_node->poll_query_until('stopped', q(SELECT now() > pg_postmaster_start_time() + interval '2 hours'))
+  or die 'the server does not see the clock 11 hours on';
+my ($guard_ret, $guard_out, $guard_err) = $gap_node->psql('stopped',
+    q(SET ROLE keeper; SELECT action FROM snowflake_maintain_partitions('guarded')));
+is($guard_ret, 0, 'a table whose policies apply to its owner is still maintained');
+like($guard_out, qr/created/, 'its partitions are made');
+like($guard_out, qr/retention skipped \(row-level security applies to the table's owner\)/,
+    'and the report says the retention was skipped');
+like($guard_err, qr/WARNING:  the retention of public\.guarded is skipped: row-level security applies to its owner/,
+    'with a warning that names the table');
+is($gap_node->safe_psql('stopped', 'SELECT count(*) FROM guarded'), '10', 'no row went');
 
 $gap_node->stop;
 done_testing();

@@ -15,6 +15,7 @@ extern "C" {
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/lsyscache.h"
+#include "utils/rls.h"
 #include "utils/timestamp.h"
 }
 
@@ -100,6 +101,24 @@ bool read_key_end(Oid parent, Oid owner, AttrNumber key_attnum, const char *func
     bool is_null = true;
     *key = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &is_null));
     return !is_null;
+}
+
+// A table whose policies apply to its owner (FORCE ROW LEVEL SECURITY) hides rows from the read
+// of its newest key, which runs with row_security off and would fail: the retention is skipped,
+// loudly, and the rest of the maintenance goes on, so that inserts keep their partitions.
+bool retention_hidden_by_policies(Oid parent, Oid owner) {
+    if (check_enable_rls(parent, owner, true) != RLS_ENABLED) {
+        return false;
+    }
+    ereport(WARNING,
+            (errmsg("the retention of %s is skipped: row-level security applies to its owner",
+                    table_text(parent)),
+             errdetail("The retention reads the table's newest key as its owner, and a policy "
+                       "could hide it. Partitions are still created; none is detached."),
+             errhint("Let the owner see every row of the table (ALTER TABLE %s NO FORCE ROW "
+                     "LEVEL SECURITY), or detach expired partitions by hand.",
+                     table_text(parent))));
+    return true;
 }
 
 // The interval is subtracted as PostgreSQL subtracts it, months and days in the session's zone.

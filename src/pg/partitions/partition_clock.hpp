@@ -31,6 +31,10 @@ void warn_held_back(Oid parent, int held_back, TimestampTz now, int64 newest_key
 void refuse_clock_far(Oid parent, int max_boundaries, TimestampTz now,
                       const snowflake::IdRange &span);
 
+// Whether row-level security applies to the table's owner, whose read of the newest key it could
+// hide: then warns that the retention is skipped this run, with the way out.
+bool retention_hidden_by_policies(Oid parent, Oid owner);
+
 // The gap nearest before the current period in the partitions as this run leaves them: those it
 // found (any order) and those it created (created[period]), since a partition made now may close
 // a gap.

@@ -52,8 +52,10 @@ extern "C" {
 #include <cstring>
 
 #include "core/codec.hpp"
+#include "core/mark_rules.hpp"
 #include "core/partition_plan.hpp"
 #include "pg/as_owner.hpp"
+#include "pg/clock.hpp"
 #include "pg/id_bounds.hpp"
 #include "pg/object_names.hpp"
 #include "pg/compat.hpp"
@@ -380,8 +382,9 @@ void refuse_too_many_boundaries(const Report &report, const Extension &extension
     ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
                     errmsg("%s would need more than %d partition boundaries",
                            table_text(setup.parent), kMaxBoundaries),
-                    errhint("Its oldest key or partition is too far back for this interval: choose "
-                            "a longer interval.")));
+                    errhint("Its oldest key, or a partition far back or far ahead of the others, "
+                            "is too far from the rest for this interval: detach that partition, "
+                            "or choose a longer interval.")));
 }
 
 // One row of the report.
@@ -482,6 +485,12 @@ bool trim_partitions(const Report &report, const Setup &setup, Oid owner, AttrNu
     if (!due) {
         return false;
     }
+    // The newest key must be read whole; where a policy applies to the owner, it cannot be.
+    if (retention_hidden_by_policies(setup.parent, owner)) {
+        add_row(report, setup.parent, nullptr,
+                "retention skipped (row-level security applies to the table's owner)");
+        return true;
+    }
     int64 newest_key = 0;
     const bool has_key = read_key_end(setup.parent, owner, key_attnum, report.function_name,
                                       KeyEnd::kNewest, &newest_key);
@@ -538,6 +547,12 @@ bool trim_partitions(const Report &report, const Setup &setup, Oid owner, AttrNu
 // the partitions, with those just created, leave before the current period.
 void maintain_table(const Report &report, const Extension &extension, const Setup &setup,
                     bool at_setup) {
+    // A clock outside the layout has no partition: the call fails as an id would, naming it.
+    const int64 now_unix_ms =
+        snowflake::unix_ms_floor_from_pg_us(GetCurrentTransactionStartTimestamp());
+    if (!snowflake::clock_in_layout(now_unix_ms)) {
+        snowflake_report_clock_out_of_range(now_unix_ms);
+    }
     const Oid owner = owner_of(setup.parent);
     const AttrNumber key_attnum = read_key(setup.parent, extension);
     int count = 0;
@@ -593,6 +608,10 @@ void maintain_table(const Report &report, const Extension &extension, const Setu
     bool *missing = static_cast<bool *>(palloc0(sizeof(bool) * boundary_count));
     snowflake::missing_periods(ranges, static_cast<size_t>(count), boundaries, boundary_total,
                                first_period, end_period, missing);
+    // Past the layout's end (July 2080) a period holds no id: its bounds are both the largest.
+    for (int period = 0; period + 1 < boundary_count; period++) {
+        missing[period] = missing[period] && boundaries[period] < boundaries[period + 1];
+    }
     // Every name is chosen and checked before the first partition is created.
     char **names = static_cast<char **>(palloc0(sizeof(char *) * boundary_count));
     for (int period = 0; period + 1 < boundary_count; period++) {
