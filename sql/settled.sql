@@ -79,7 +79,7 @@ ROLLBACK;
 SELECT max(id) + 1 AS cursor FROM snowflake_settled_rows(NULL::settled_outbox, 0, 3) \gset
 SELECT n FROM snowflake_settled_rows(NULL::settled_outbox, :cursor, 3);
 -- Another key column, and rows of an open transaction of this session are not returned.
-CREATE TABLE settled_other (n int, event_id bigint DEFAULT snowflake_nextval());
+CREATE TABLE settled_other (n int, event_id bigint UNIQUE DEFAULT snowflake_nextval());
 INSERT INTO settled_other (n) VALUES (1), (2);
 BEGIN;
 INSERT INTO settled_other (n) VALUES (3);
@@ -93,6 +93,11 @@ SELECT * FROM snowflake_settled_rows(NULL::settled_outbox, 0, 10, 'no_such_colum
 SELECT * FROM snowflake_settled_rows(NULL::settled_other, 0, 10, 'n; DROP TABLE settled_outbox');
 SELECT * FROM snowflake_settled_rows(NULL::settled_other, 0, 10, 'n');
 SELECT * FROM snowflake_settled_rows(NULL::settled_outbox, 0, -1);
+-- A key that rows may share would lose rows between two pages: refused (1.11).
+CREATE TABLE settled_shared_key (event_id bigint, n int);
+CREATE INDEX ON settled_shared_key (event_id);
+SELECT * FROM snowflake_settled_rows(NULL::settled_shared_key, 0, 10, 'event_id');
+DROP TABLE settled_shared_key;
 CREATE TYPE settled_pair AS (id bigint, n int);
 SELECT * FROM snowflake_settled_rows(NULL::settled_pair, 0, 10);
 DROP TYPE settled_pair;

@@ -106,6 +106,9 @@ INSERT INTO events (writer) VALUES (-2);
 PREPARE TRANSACTION 'cycle$cycle';
 COMMIT PREPARED 'cycle$cycle'));
 }
+# Still before any bound: the list of holders reads the files too, and shows the one held.
+is($node->safe_psql('postgres', q(SELECT count(*) FROM snowflake_settled_holders WHERE gid = 'held')),
+    '1', 'after the restart, the holders show the prepared transaction before any bound is read');
 follow(2000);
 my $held_file = sprintf('%s/snowflake_claims/%08X', $node->data_dir,
     $node->safe_psql('postgres', q(SELECT transaction FROM pg_prepared_xacts WHERE gid = 'held')));

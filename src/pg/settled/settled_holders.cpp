@@ -10,6 +10,7 @@ extern "C" {
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "access/transam.h"
+#include "access/xlog.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/tuplestore.h"
@@ -47,6 +48,12 @@ void add_row(ReturnSetInfo *result, int pid, Oid role, TransactionId xid, uint64
 // transaction's, with its xid.
 Datum snowflake_settled_claims(PG_FUNCTION_ARGS) {
     snowflake_require_claims_memory();
+    // After a start, a prepared transaction's claim is in a file until something reads it: this
+    // list reads it too, so that it shows the holder before any bound is read. A standby's files
+    // are its replay's.
+    if (!RecoveryInProgress()) {
+        snowflake_load_prepared_claims();
+    }
     // A prepared transaction that has ended holds nothing, though its entry waits for a bound.
     snowflake_release_ended_prepared_claims();
     InitMaterializedSRF(fcinfo, 0);

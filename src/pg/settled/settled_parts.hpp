@@ -45,6 +45,10 @@ void snowflake_keep_claim_for_prepare(uint64_t lowest);
 // Frees the entries, and removes the files, of prepared transactions that have ended.
 void snowflake_release_ended_prepared_claims();
 
+// Reads the files of the prepared transactions' claims into their entries, the first time after a
+// start; a bound and the list of holders both need them.
+void snowflake_load_prepared_claims();
+
 // The lowest claim of a prepared transaction still in progress; reads the files the first time
 // after a start, and releases the entries of transactions that ended.
 uint64_t snowflake_prepared_claims_bound();

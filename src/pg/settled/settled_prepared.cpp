@@ -277,7 +277,7 @@ void snowflake_keep_claim_for_prepare(uint64_t lowest) {
     (void)XLogInsert(kSnowflakeRmgrId, kXlogClaim);
 }
 
-uint64_t snowflake_prepared_claims_bound() {
+void snowflake_load_prepared_claims() {
     if (!snowflake_claims->files_read.load()) {
         LWLockAcquire(snowflake_claims->files_lock, LW_EXCLUSIVE);
         if (!snowflake_claims->files_read.load()) {
@@ -286,6 +286,10 @@ uint64_t snowflake_prepared_claims_bound() {
         }
         LWLockRelease(snowflake_claims->files_lock);
     }
+}
+
+uint64_t snowflake_prepared_claims_bound() {
+    snowflake_load_prepared_claims();
     uint64_t bound = snowflake::kClaimsNothing;
     PreparedClaim *entries = snowflake_prepared_claims(snowflake_claims);
     for (uint32_t i = 0; i < snowflake_claims->prepared_count; i++) {
