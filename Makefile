@@ -150,7 +150,7 @@ OWNING_STD_TYPES = (std::(basic_string|string|wstring|u16string|u32string|vector
 # The one write of the mark and the one raise of the generator (src/pg/mark/durable_mark.cpp,
 # doc/design.md "One write, one raise"): outside the mark's room the glue only loads the shared
 # values behind them, and never formats the mark file, logs its WAL record or raises the word.
-MARK_RAW = snowflake::raise_floor|format_mark_file|XLogInsert\(kSnowflakeRmgrId, kXlogMark|(durable_mark_ms|logged_mark_ms|logged_mark_lsn|lease_floor_ms|after_last_id|mark_node_bits)\b(?!\s*\.\s*load\s*\()
+MARK_RAW = snowflake::raise_floor|format_mark_file|(durable_mark_ms|logged_mark_ms|logged_mark_lsn|lease_floor_ms|after_last_id|mark_node_bits)\b(?!\s*\.\s*load\s*\()
 boundarycheck: all
 	@if grep -rnE --include='*.cpp' --include='*.hpp' '$(OWNING_STD_TYPES)' $(srcdir)/src/pg; then \
 		echo "src/pg holds an owning standard-library type: an ereport would skip its destructor"; \
@@ -167,6 +167,11 @@ boundarycheck: all
 	@if grep -rnP --include='*.cpp' --include='*.hpp' '$(MARK_RAW)' $(srcdir)/src/pg | \
 		grep -vE '^$(srcdir)/src/pg/(mark/[a-z_]+\.(cpp|hpp)|shared_state\.hpp):'; then \
 		echo "src/pg writes the mark or raises the generator outside the mark's room, src/pg/mark"; \
+		exit 1; \
+	fi
+	@if grep -rnwP --include='*.cpp' --include='*.hpp' 'kXlogMark' $(srcdir)/src/pg | \
+		grep -vE '^$(srcdir)/src/pg/(mark/[a-z_]+\.cpp|wal/[a-z_]+\.cpp|wal_records\.hpp):'; then \
+		echo "src/pg names the mark's WAL record outside the mark's room and the WAL room"; \
 		exit 1; \
 	fi
 	@if grep -rnE --include='*.cpp' --include='*.hpp' 'snowflake::next_id(_claimed)?\(' \

@@ -10,9 +10,13 @@ of another only along an arrow that doc/design.md draws in its "Rooms and arrows
 - every arrow drawn is used by some call, so the drawing cannot go stale;
 - the arrows form no circle;
 - a room with a door (ROOM/ROOM.hpp) is entered through it: no other room includes another of its
-  headers, and includes follow the arrows as calls do.
+  headers, and includes follow the arrows as calls do;
+- the raw steps of the mark (doc/design.md "One write, one raise") are called from the mark's room
+  alone, and ids are issued from generation alone, whatever the spelling of the call.
 
-Run by `make boundarycheck` after the build: python3 test/rooms_check.py SOURCE_DIR.
+Calls through a function pointer, or by a name in a string (a background worker's entry point),
+leave no symbol and are not seen; module.cpp wires those. Run by `make boundarycheck` after the
+build: python3 test/rooms_check.py SOURCE_DIR.
 """
 import collections
 import os
@@ -21,6 +25,14 @@ import subprocess
 import sys
 
 BLOCK_START = "<!-- rooms: checked by test/rooms_check.py -->"
+
+# Symbols only one room may use: the raw steps of the mark, and the core's decision of an id,
+# which every issue of an id (next_id(), a template) calls.
+RESTRICTED = {
+    "snowflake::raise_floor(": "mark",
+    "snowflake::format_mark_file(": "mark",
+    "snowflake::decide(": "generation",
+}
 
 
 def room_of(path):
@@ -53,12 +65,15 @@ def drawn_arrows(design_text):
 
 def symbols(obj, flags):
     """nm's symbols of an object file with the given flags, demangled."""
-    out = subprocess.run(["nm", "-C", *flags, obj], check=True, capture_output=True, text=True)
+    out = subprocess.run(["nm", "-C", *flags, obj], capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"nm could not read {obj}: {out.stderr.strip()}")
     return out.stdout.splitlines()
 
 
-def call_edges(pg_dir):
-    """(from room, to room) -> example 'file -> file: symbol' for every call between rooms."""
+def call_edges(pg_dir, problems):
+    """(from room, to room) -> example 'file -> file: symbol' for every call between rooms; a
+    symbol defined twice, or one only another room may use, goes into problems."""
     # The objects of today's sources only: an object left by a source since moved is no call.
     objects = []
     for root, _, files in os.walk(pg_dir):
@@ -72,12 +87,19 @@ def call_edges(pg_dir):
             address_type_name = line.split(" ", 2)
             # Strong definitions only: inline functions are weak in every object that uses them.
             if len(address_type_name) == 3 and address_type_name[1] in "TDBR":
-                defined[address_type_name[2]] = os.path.relpath(obj, pg_dir)
+                name = address_type_name[2]
+                here = os.path.relpath(obj, pg_dir)
+                if name in defined:
+                    problems.append(f"{name} is defined in {defined[name]} and {here}")
+                defined[name] = here
     edges = {}
     for obj in objects:
         user = os.path.relpath(obj, pg_dir)
         for line in symbols(obj, ["-u"]):
             name = line.strip().split(" ", 1)[-1]
+            for prefix, room in RESTRICTED.items():
+                if name.startswith(prefix) and room_of(user) != room:
+                    problems.append(f"{user[:-2]} calls {name}, which only {room}/ may call")
             owner = defined.get(name)
             if owner and room_of(owner) != room_of(user):
                 edges.setdefault((room_of(user), room_of(owner)),
@@ -86,7 +108,9 @@ def call_edges(pg_dir):
 
 
 def include_edges(pg_dir):
-    """(from room, to room, header, including file) for every include of another room's header."""
+    """(from room, to room, header, including file) for every include of another room's header,
+    however it is spelt: from src/ ("pg/mark/mark.hpp") or from the including file's folder."""
+    src_dir = os.path.dirname(pg_dir)
     found = []
     for root, _, files in os.walk(pg_dir):
         for name in files:
@@ -95,7 +119,16 @@ def include_edges(pg_dir):
             path = os.path.join(root, name)
             source = os.path.relpath(path, pg_dir)
             with open(path, encoding="utf-8") as f:
-                for header in re.findall(r'#include "pg/([a-z_]+/[a-z_]+\.hpp)"', f.read()):
+                for spelt in re.findall(r'^\s*#\s*include\s*"([^"]+)"', f.read(), re.M):
+                    target = os.path.normpath(os.path.join(src_dir, spelt))
+                    if not os.path.exists(target):
+                        target = os.path.normpath(os.path.join(root, spelt))
+                    # PostgreSQL's own headers are in neither place.
+                    if not os.path.exists(target):
+                        continue
+                    header = os.path.relpath(target, pg_dir)
+                    if header.startswith("..") or "/" not in header:
+                        continue
                     if room_of(header) != room_of(source):
                         found.append((room_of(source), room_of(header), header, source))
     return found
@@ -131,7 +164,7 @@ def main():
         if "module" in (source, target) or "base" in (source, target):
             problems.append(f"doc/design.md draws {source} -> {target}: module.cpp and the base "
                             "are implied, not drawn")
-    calls = call_edges(pg_dir)
+    calls = call_edges(pg_dir, problems)
     for (source, target), example in sorted(calls.items()):
         if source == "module" or target == "base":
             continue

@@ -5,11 +5,13 @@
 // taken to issue an id. AddinShmemInitLock is held only while the struct is created at start-up;
 // the mark file and the other files of the data directory are read after it is released, before
 // any other process exists;
-// the one LWLock of the "snowflake" tranche serialises extensions of the durable mark (see
-// durable_mark.cpp), which happen about twice a second at most; the one of the "snowflake fleet"
-// tranche guards the fleet guard's results (see fleet_shared.hpp); a spinlock guards the floor from
-// keys' record of the keys that hold generation back and of a failed read, for a few copies at a
-// time, and a condition variable wakes the calls that wait for the read (see keys_readers.cpp).
+// the first LWLock of the "snowflake" tranche serialises the writes of the durable mark (see
+// mark/durable_mark.cpp), about twice a second at most, and the second the first read of the
+// prepared transactions' claims (see settled/settled_prepared.cpp); the one of the "snowflake
+// fleet" tranche guards the fleet guard's results (see fleet_shared.hpp); a spinlock guards the
+// floor from keys' record of the keys that hold generation back and of a failed read, for a few
+// copies at a time, and a condition variable wakes the calls that wait for the read (see
+// keys_readers.cpp).
 // The counters for snowflake_info() are one slot per PGPROC, each written only by its owner with a
 // plain atomic store; the rare events (sequence waits, clock rollbacks) use a shared fetch_add.
 //

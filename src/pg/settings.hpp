@@ -1,5 +1,6 @@
 // The extension's settings: one variable per setting (settings.cpp), named
-// snowflake_<setting>_setting, holding what the current backend sees. module.cpp defines them.
+// snowflake_<setting>_setting, holding what the current backend sees. settings.cpp defines the
+// node ids, module.cpp the others.
 #pragma once
 
 extern int snowflake_datacenter_id_setting;

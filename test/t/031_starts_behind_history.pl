@@ -7,9 +7,9 @@
 # (doc/design.md "The settled bound", doc/operations.md "Guarantees"). So the mark file never
 # goes down, and a restart with the clock still behind refuses ids or issues them above every
 # earlier id. A bound read then is at or above every earlier bound. With the clock right, ids are
-# above every earlier id and bound, and the table's primary key refuses an id issued again. Issue
-# 44 found that a bound read after such a start wrote the clock's reading into the mark file. The
-# next restart then issued ids below earlier ones. SNOWFLAKE_MATRIX=reduced keeps the plain bound
+# above every earlier id and bound, and the table's primary key refuses an id issued again. In
+# 1.10 a bound read after such a start wrote the clock's reading into the mark file, and the next
+# restart issued ids below earlier ones (CHANGELOG.md "1.11"). SNOWFLAKE_MATRIX=reduced keeps the plain bound
 # read alone after each start (.ci/run runs it whole on 15 alone).
 use strict;
 use warnings;

@@ -219,6 +219,9 @@ struct ModelServer {
         return false;
     }
 
+    // The floor from stored keys: a key ahead of the clock raises the generator in memory only.
+    void raise_by_key(int64_t key_unix_ms) { raise_floor(state, key_unix_ms); }
+
     // snowflake_settled_bound() on a quiet server at one clock reading.
     int64_t bound(int64_t now) {
         if (clock_moves_generator(state.after_last_id.load(), node, now)) {
@@ -238,7 +241,7 @@ int64_t unix_ms_of(int64_t id) {
 
 TEST(MarkRulesTest, NoLifeOfAServerReissuesAnIdOrLowersTheMarkOrABound) {
     std::mt19937_64 random(6);
-    std::uniform_int_distribution<int> action(0, 9);
+    std::uniform_int_distribution<int> action(0, 10);
     std::uniform_int_distribution<int64_t> step(-7200000, 7200000);
     for (int life = 0; life < 300; life++) {
         ModelServer server;
@@ -266,6 +269,16 @@ TEST(MarkRulesTest, NoLifeOfAServerReissuesAnIdOrLowersTheMarkOrABound) {
                     break;
                 case 3:
                     now = kT + call * 10;
+                    break;
+                case 10:
+                    // A stored key up to an hour ahead of the clock, as after a start without
+                    // the mark file; the restart after it forgets it, as the key may be gone.
+                    if (clock_in_layout(now)) {
+                        const int64_t key_ms =
+                            std::min(now + step(random) / 2 + 3600000, kMaxUnixMs);
+                        server.raise_by_key(key_ms);
+                        latest_ms = std::max(latest_ms, key_ms);
+                    }
                     break;
                 case 4:
                 case 5: {

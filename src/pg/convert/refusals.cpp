@@ -25,7 +25,6 @@ extern "C" {
 }
 
 #include "pg/as_owner.hpp"
-#include "pg/id_bounds.hpp"
 #include "pg/convert/convert.hpp"
 #include "pg/object_names.hpp"
 

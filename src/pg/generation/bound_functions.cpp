@@ -55,8 +55,9 @@ void raise_quiet_generator(SnowflakeShared *shared) {
     if (!snowflake::clock_moves_generator(word, snowflake::Node{node_bits}, now_unix_ms)) {
         return;
     }
-    // A mark that cannot be written leaves the reader the bound the mark covers already.
-    snowflake_extend_durable_mark(shared, now_unix_ms, node_bits, false, LOG);
+    // A mark that cannot be written leaves the reader the bound the mark covers already, and a
+    // warning that says why the bound stands still.
+    snowflake_extend_durable_mark(shared, now_unix_ms, node_bits, false, WARNING);
     const int64 mark_ms = shared->durable_mark_ms.load(std::memory_order_acquire);
     snowflake_raise_generator(shared, snowflake::quiet_raise_through(now_unix_ms, mark_ms),
                               GeneratorRaise::kClock);
@@ -87,7 +88,9 @@ Datum snowflake_settled_bound_lsn(PG_FUNCTION_ARGS) {
     const XLogRecPtr lsn = GetXLogInsertRecPtr();
     TupleDesc descriptor;
     if (get_call_result_type(fcinfo, nullptr, &descriptor) != TYPEFUNC_COMPOSITE) {
-        elog(ERROR, "snowflake_settled_bound_lsn: the return type must be a row type");
+        ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+                        errmsg("snowflake_settled_bound_lsn() must return a row type"),
+                        errhint("Run ALTER EXTENSION snowflake UPDATE, which declares it so.")));
     }
     Datum values[2] = {Int64GetDatum(bound), LSNGetDatum(lsn)};
     bool nulls[2] = {false, false};

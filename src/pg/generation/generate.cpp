@@ -24,7 +24,6 @@ PG_FUNCTION_INFO_V1(snowflake_info);
 #include "core/codec.hpp"
 #include "core/generator.hpp"
 #include "core/layout.hpp"
-#include "core/mark_rules.hpp"
 #include "core/wait.hpp"
 #include "pg/clock.hpp"
 #include "pg/mark/mark.hpp"

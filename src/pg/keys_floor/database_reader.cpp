@@ -116,7 +116,8 @@ void snowflake_database_keys_reader_main(Datum main_arg) {
     const Oid database = DatumGetObjectId(main_arg);
     PGPROC *reader = nullptr;
     memcpy(&reader, MyBgworkerEntry->bgw_extra, sizeof(reader));
-    // Before the connection's lock on the database, which the group then holds (see Locking).
+    // Before the connection's lock on the database, which the group then holds (keys_readers.cpp,
+    // "Locking").
     if (!BecomeLockGroupMember(reader, MyBgworkerEntry->bgw_notify_pid)) {
         proc_exit(0);
     }
@@ -148,8 +149,8 @@ void snowflake_database_keys_reader_main(Datum main_arg) {
     {
         MemoryContextSwitchTo(TopMemoryContext);
         const ErrorData *error = CopyErrorData();
-        snowflake_record_read_failure(floor,
-                            psprintf("reading database \"%s\": %s", database_name, error->message));
+        snowflake_record_read_failure(
+            floor, psprintf("reading database \"%s\": %s", database_name, error->message));
         PG_RE_THROW();
     }
     PG_END_TRY();

@@ -10,9 +10,9 @@
 
 // What the start found, as far as the floor is concerned.
 enum class KeysFloorStart : uint8_t {
-    kMarkTrusted,    // a mark file of this cluster, or of a release that named none
+    kMarkTrusted,    // a mark file of this cluster
     kMarkMissing,    // no mark file
-    kMarkForeign,    // a mark file another cluster wrote
+    kMarkForeign,    // a mark file another cluster wrote, or one of the first format (no cluster)
     kBinaryUpgrade,  // one of pg_upgrade's runs, which reads nothing
 };
 

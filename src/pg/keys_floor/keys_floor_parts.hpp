@@ -1,6 +1,6 @@
 // What the two parts of the floor from stored keys ask of each other: the gate a backend passes
 // before its first id (keys_floor.cpp) and the background workers that read the keys
-// (keys_readers.cpp). Include only after postgres.h.
+// (keys_readers.cpp, and database_reader.cpp for one database). Include only after postgres.h.
 #pragma once
 
 #include <cstdint>

@@ -1,9 +1,10 @@
 // The readers of the floor from stored keys: the background workers that read the keys of this
 // server's node pair in every database, once a call asks for them after a start without a mark
 // file of this data directory's history (keys_floor.cpp is the gate that calls wait at;
-// database_reader.cpp is the worker of one database, and keys_read.cpp its read). The reader raises the generator above the keys ahead of the
-// clock up to the end of a window fixed when the read begins (core/key_floor.hpp), and keeps the
-// highest key further ahead, which then stops generation.
+// database_reader.cpp is the worker of one database, and keys_read.cpp its read). The reader raises
+// the generator above the keys ahead of the clock up to the end of a window fixed when the read
+// begins (core/key_floor.hpp), and keeps the highest key further ahead, which then stops
+// generation.
 //
 // Processes. The reader, started by the first call that needs it (and again by a waiting call
 // after it ends before the read is over), is connected to no database: it lists pg_database and
@@ -59,10 +60,8 @@ PGDLLEXPORT void snowflake_keys_reader_main(Datum);
 
 #include "core/generator.hpp"
 #include "core/key_floor.hpp"
-#include "core/mark_rules.hpp"
 #include "pg/clock.hpp"
 #include "pg/compat.hpp"
-#include "pg/mark/mark.hpp"
 #include "pg/keys_floor/keys_floor_parts.hpp"
 #include "pg/keys_floor/keys_read.hpp"
 #include "pg/settings.hpp"
@@ -187,11 +186,11 @@ void read_database(KeysFloorState &floor, const ListedDatabase &database) {
         floor.last_read_database = InvalidOid;
         SpinLockRelease(&floor.lock);
         if (!lock_database_within_budget(database_lock)) {
-            snowflake_record_read_failure(floor,
-                                psprintf("database \"%s\" is locked by another session (an ALTER "
-                                         "or DROP DATABASE in a transaction not yet ended); find "
-                                         "it in pg_locks",
-                                         NameStr(database.name)));
+            snowflake_record_read_failure(
+                floor, psprintf("database \"%s\" is locked by another session (an ALTER "
+                                "or DROP DATABASE in a transaction not yet ended); find "
+                                "it in pg_locks",
+                                NameStr(database.name)));
             sleep_ms(kRetryMs);
             continue;
         }
@@ -226,10 +225,10 @@ void read_database(KeysFloorState &floor, const ListedDatabase &database) {
             return;
         }
         if (!explained) {
-            snowflake_record_read_failure(floor,
-                                psprintf("the reader of database \"%s\" ended before it had read "
-                                         "the keys; the server log says why",
-                                         NameStr(database.name)));
+            snowflake_record_read_failure(
+                floor, psprintf("the reader of database \"%s\" ended before it had read "
+                                "the keys; the server log says why",
+                                NameStr(database.name)));
         }
         sleep_ms(kRetryMs);
     }
@@ -320,8 +319,8 @@ void finish_read(SnowflakeShared *shared, int databases, TimestampTz started) {
                  errdetail("Keys of this server's node pair beyond the bound: %llu, in %u "
                            "columns, which the lines above name.",
                            static_cast<unsigned long long>(beyond_keys), beyond_columns),
-                 errhint("%s", snowflake_beyond_key_advice(beyond_key,
-                                                           snowflake_wall_clock_unix_ms()))));
+                 errhint("%s",
+                         snowflake_beyond_key_advice(beyond_key, snowflake_wall_clock_unix_ms()))));
     } else if (floor.read_node_bits.load() != kUnsetNodeBits && !floor.hold_dropped.load()) {
         // A key ahead of the clock raised the generator, which no mark in the file covers yet:
         // the file that keeps the floor armed stays until one does (keys_floor.cpp).

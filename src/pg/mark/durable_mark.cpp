@@ -49,6 +49,7 @@ extern "C" {
 #include "core/mark_rules.hpp"
 #include "pg/compat.hpp"
 #include "pg/mark/mark.hpp"
+#include "pg/mark/mark_parts.hpp"
 #include "pg/wal_records.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
@@ -284,13 +285,24 @@ void snowflake_redo_mark(XLogReaderState *record) {
         mark_record.node_bits >= 0 ? mark_record.node_bits : configured_node_bits();
     const snowflake::MarkPlan plan =
         snowflake::plan_mark(highest_known_mark(shared), mark_record.mark_unix_ms);
+    // 1.10 logged a mark at a clock before the epoch when a bound was read there: it covers no
+    // id, and is passed over.
+    if (plan.move == snowflake::MarkMove::kOutOfRange &&
+        mark_record.mark_unix_ms < snowflake::kEpochUnixMs) {
+        ereport(LOG, (errmsg("snowflake: passed over a mark record of %lld Unix ms, before the "
+                             "Snowflake epoch, which covers no id",
+                             static_cast<long long>(mark_record.mark_unix_ms))));
+        return;
+    }
     if (plan.move == snowflake::MarkMove::kOutOfRange) {
-        ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
-                        errmsg("snowflake mark record holds %lld, outside the Snowflake timestamp "
-                               "range",
-                               static_cast<long long>(mark_record.mark_unix_ms)),
-                        errdetail("No release of this extension writes such a record."),
-                        errhint("Rebuild this standby from a new base backup of its primary.")));
+        ereport(ERROR,
+                (errcode(ERRCODE_DATA_CORRUPTED),
+                 errmsg("snowflake mark record holds %lld, past the Snowflake timestamp range",
+                        static_cast<long long>(mark_record.mark_unix_ms)),
+                 errdetail("No release of this extension writes a mark past the layout's end "
+                           "(2080-07-10): the record is damaged, and replay stops before it."),
+                 errhint("Replay from another copy of the WAL, or rebuild this server from a new "
+                         "base backup of its primary.")));
     }
     if (plan.move == snowflake::MarkMove::kCovered) {
         return;

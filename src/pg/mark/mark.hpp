@@ -17,7 +17,7 @@ inline constexpr char kMarkFileName[] = "snowflake_mark";
 enum class MarkRestore : uint8_t {
     kRestored,  // read and verified: the generator starts from its mark
     kNoFile,    // none at all: a new data directory, pg_upgrade, a restore without it, a removal
-    kForeign,   // another cluster's, or of the first format (no cluster): kept as a lower bound only
+    kForeign,   // another cluster's, or of the first format (none): kept as a lower bound only
     kRefused,   // present but unusable (mark_file_state says why): generation is refused
 };
 
@@ -41,11 +41,6 @@ enum class GeneratorRaise : uint8_t {
 void snowflake_raise_generator(SnowflakeShared *shared, int64_t through_unix_ms,
                                GeneratorRaise raise);
 
-// Adopts the mark read at start-up (mark_restore.cpp) as the generator's floor, the highest mark
-// known and the issue limit, for the ids of a node pair (-1: none).
-void snowflake_adopt_restored_mark(SnowflakeShared *shared, int64_t mark_unix_ms,
-                                   int64_t node_bits);
-
 // Refuses generation, naming the file and the way out, when the mark could not be restored.
 void snowflake_require_usable_mark(const SnowflakeShared *shared);
 
@@ -54,8 +49,8 @@ void snowflake_require_usable_mark(const SnowflakeShared *shared);
 // mark, and writes nothing for a clock outside the layout. With wait false it leaves the work to
 // whoever already holds the lock and does not wait for standbys; with wait true a cancel,
 // statement_timeout or termination ends its waits, for the lock as for the standbys, with an
-// error. A file that cannot be written is reported at elevel: ERROR for an id, LOG for a read of
-// the bound, which then keeps to what the mark covers already.
+// error. A file that cannot be written is reported at elevel: ERROR for an id, WARNING for a read
+// of the bound, which then keeps to what the mark covers already.
 void snowflake_extend_durable_mark(SnowflakeShared *shared, int64_t now_unix_ms, int64_t node_bits,
                                    bool wait, int elevel);
 

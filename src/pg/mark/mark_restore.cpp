@@ -1,4 +1,4 @@
-// The durable mark at start-up (durable_mark.hpp): the file is read, checked and adopted before
+// The durable mark at start-up (mark.hpp): the file is read, checked and adopted before
 // any other process exists, and a file that cannot be used makes every call refuse until an
 // operator acts. The rules of start-up are in doc/design.md "Start-up, in order".
 
@@ -17,6 +17,7 @@ extern "C" {
 
 #include "core/mark_file.hpp"
 #include "pg/mark/mark.hpp"
+#include "pg/mark/mark_parts.hpp"
 #include "pg/shared_state.hpp"
 
 namespace {
@@ -88,7 +89,7 @@ MarkRestore snowflake_restore_durable_mark(SnowflakeShared *shared) {
         return MarkRestore::kForeign;
     }
     const uint64 own_system = GetSystemIdentifier();
-    if (parsed.system_identifier != 0 && parsed.system_identifier != own_system) {
+    if (parsed.system_identifier != own_system) {
         ereport(LOG,
                 (errmsg("snowflake mark file \"%s\" was written by another cluster", kMarkFileName),
                  errdetail("It names system identifier %llu, and this cluster's is %llu. Its "

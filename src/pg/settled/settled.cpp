@@ -162,8 +162,8 @@ SettledBound compute_bound() {
     const uint64_t lowest = std::min({word, in_slots, in_entries});
     const int64_t bound = snowflake::covered_bound(
         lowest, snowflake_shared->durable_mark_ms.load(std::memory_order_acquire));
-    // Held by a transaction, not by the mark: only then does the bound's age say something.
-    return {bound, lowest < word};
+    // Held back by a transaction or by the mark: either is a lag that readers see.
+    return {bound, static_cast<uint64_t>(bound) < word};
 }
 
 }  // namespace
