@@ -14,8 +14,8 @@ use Time::HiRes qw(usleep);
 
 our @EXPORT = qw(snowflake_node start_with_clock set_clock_offset error_of have_libfaketime
   max_id kill9_and_wait set_and_reload start_statement finish_statement archive_current_wal
-  start_with_mark_faults inject_mark_fault offset_behind mark_file_text full_matrix unix_ms_of mark_on_disk
-  create_old_mark_function);
+  start_with_mark_faults inject_mark_fault offset_behind mark_file_text full_matrix unix_ms_of
+  mark_on_disk create_old_mark_function freeze_clock);
 
 # Whether a test with a matrix (028, 029, 031) runs it whole: unless SNOWFLAKE_MATRIX=reduced,
 # and then still where SNOWFLAKE_MATRIX_FULL names the test's number (.ci/run chooses, so that
@@ -63,6 +63,18 @@ sub set_clock_offset {
     unlink "$clock_file.new";
     PostgreSQL::Test::Utils::append_to_file("$clock_file.new", "$offset\n");
     rename("$clock_file.new", $clock_file) or die "rename $clock_file: $!";
+}
+
+# Stops the clock of a server started by start_with_clock at the given Unix ms, until the next
+# set_clock_offset or freeze_clock. The extension's time limits and the postmaster's restart of
+# a worker read this clock, so none of them runs out while it stands. PostgreSQL's timeouts
+# (statement_timeout, lock_timeout) cannot be held so: libfaketime shows the real clock to a
+# timer's signal that lands in a wait.
+sub freeze_clock {
+    my ($clock_file, $unix_ms) = @_;
+    set_clock_offset($clock_file,
+        POSIX::strftime('%Y-%m-%d %H:%M:%S', gmtime(POSIX::floor($unix_ms / 1000)))
+          . sprintf('.%03d', $unix_ms % 1000));
 }
 
 # The clock offset that puts a server's clock the given seconds behind the timestamp of an id,
@@ -125,10 +137,13 @@ sub select_passthrough {
 }
 
 # Starts (or with fail_ok, tries to start) a server whose clock is the real one plus the offset
-# in $clock_file, re-read on every clock call. The monotonic clock stays real, so timeouts do.
+# in $clock_file, re-read on every clock call. The monotonic clock stays real, so latch waits do.
+# libfaketime reads an instant in the file in the server's local time: UTC, so that an instant
+# means the same on every machine.
 sub start_with_clock {
     my ($node, $clock_file, %params) = @_;
     set_clock_offset($clock_file, '+0') unless -e $clock_file;
+    local $ENV{TZ} = 'UTC';
     local $ENV{LD_PRELOAD} = select_passthrough() . " $libfaketime";
     local $ENV{FAKETIME_TIMESTAMP_FILE} = $clock_file;
     local $ENV{FAKETIME_NO_CACHE} = '1';
@@ -248,7 +263,7 @@ sub kill9_and_wait {
     my $name = $node->name;
     my ($postmaster_pid) = split /\n/, slurp_file($node->data_dir . '/postmaster.pid');
     $node->kill9;
-    for (1 .. 600) {
+    for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default) {
         my $left = `ps -eo stat=,args= | grep -v '^Z' | grep -c '[p]ostgres: $name:'`;
         chomp $left;
         return if !kill(0, $postmaster_pid) && $left eq '0';

@@ -6,7 +6,6 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep);
 use SnowflakeTest;
 
 plan skip_all => 'libfaketime is not installed' unless have_libfaketime();
@@ -84,14 +83,11 @@ my $batches = join "\n", map {
     "INSERT INTO issued SELECT snowflake_nextval(), 'crash_session' FROM generate_series(1, 2000);"
 } 1 .. 400;
 my @sessions = map { start_statement($node, 'postgres', $batches) } 1 .. 3;
-my $victim = '';
-for (1 .. 300) {
-    $victim = $node->safe_psql('postgres',
-        "SELECT pid FROM pg_stat_activity WHERE query LIKE 'INSERT INTO issued%' LIMIT 1");
-    last if $victim ne '' && $node->safe_psql('postgres',
-        "SELECT count(*) >= 20000 FROM issued WHERE phase = 'crash_session'") eq 't';
-    usleep(50_000);
-}
+$node->poll_query_until('postgres',
+    "SELECT count(*) >= 20000 FROM issued WHERE phase = 'crash_session'")
+  or die 'the sessions did not commit their first batches';
+my $victim = $node->safe_psql('postgres',
+    "SELECT pid FROM pg_stat_activity WHERE query LIKE 'INSERT INTO issued%' LIMIT 1");
 isnt($victim, '', 'found a generating backend to kill');
 my $max_before_crash = max_id($node, 'issued');
 kill 'KILL', $victim;
@@ -109,17 +105,19 @@ generate('after_backend_kill', 100_000);
 check_phase('after_backend_kill', $max);
 
 # The clock set back 30 s while the server is down: the rollback rule of doc/operations.md "When
-# the clock moves backwards" applies.
+# the clock moves backwards" applies. The clock stands 30 s behind the last id while the call is
+# refused, however long the restart took, then runs from there.
 generate('before_clock_back', 50_000);
 $max = max_id($node, 'issued');
 $node->stop;
-set_clock_offset($clock_file, '-30');
+freeze_clock($clock_file, unix_ms_of($max) - 30_000);
 start_with_clock($node, $clock_file);
 my $error = error_of($node, 'SELECT snowflake_nextval()');
 like($error, qr/ERROR:  58000: clock moved backwards by \d+ ms/,
     'a clock 30 s behind the saved mark is refused with 58000');
 is(max_id($node, 'issued'), $max, 'nothing was issued by the refused call');
 set_and_reload($node, 'snowflake.max_clock_rollback_wait', '40s');
+set_clock_offset($clock_file, offset_behind($max, 30));
 generate('after_clock_back', 1000);
 check_phase('after_clock_back', $max);
 

@@ -50,10 +50,14 @@ $primary->stop;
 $standby->promote;
 
 # The new primary's clock is 10 s behind the old one: the rollback rule applies, so allow a wait.
+# The clock stands 10 s behind the old primary's last id while the call is refused, however long
+# the promotion took, then runs from there.
+freeze_clock($standby_clock, unix_ms_of($primary_max) - 10_000);
 $error = error_of($standby, 'SELECT snowflake_nextval()');
 like($error, qr/ERROR:  58000: clock moved backwards by \d+ ms/,
     'after promotion a clock behind the old primary is refused, not reused');
 set_and_reload($standby, 'snowflake.max_clock_rollback_wait', '20s');
+set_clock_offset($standby_clock, offset_behind($primary_max, 10));
 $standby->safe_psql('postgres',
     "INSERT INTO issued SELECT snowflake_nextval(), 'promoted' FROM generate_series(1, 100000)");
 

@@ -10,6 +10,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(usleep);
 use SnowflakeTest;
 
 plan skip_all => 'libfaketime is not installed' unless have_libfaketime();
@@ -47,12 +48,29 @@ sub primary_and_standby {
     return ($primary, $standby, $clock);
 }
 
-# Streams ids to a file for 3 s, then stops the primary with -m immediate mid-statement.
+# The ms between the timestamps of the first id in the file and of its last whole line so far, or
+# 0 before there are two: the end is read, not the millions of lines before it.
+sub span_received_ms {
+    my ($ids_file) = @_;
+    open(my $ids, '<', $ids_file) or return 0;
+    my ($first) = (<$ids> // '') =~ /^(\d+)\n\z/;
+    seek($ids, -4096, 2) or seek($ids, 0, 0);
+    read($ids, my $tail, 4096);
+    close $ids;
+    my ($last) = $tail =~ /\n(\d+)\n[^\n]*\z/;
+    return defined $first && defined $last ? ($last >> 22) - ($first >> 22) : 0;
+}
+
+# Streams ids to a file until the client has received ids spanning more than 2 s, across leases,
+# then stops the primary with -m immediate mid-statement.
 sub stream_ids_then_crash {
     my ($primary, $ids_file) = @_;
     my $session = $primary->background_psql('postgres');
     $session->query_until(qr/streaming/, "\\echo streaming\n$copy_ids '$ids_file'\n");
-    sleep 3;
+    for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default) {
+        last if span_received_ms($ids_file) > 2000;
+        usleep(100_000);
+    }
     $primary->stop('immediate');
     # psql has exited on the lost connection, closing the file; quit's "\q" meets a closed pipe.
     eval { $session->quit };
@@ -108,7 +126,9 @@ $sync_primary->safe_psql('postgres', 'SELECT snowflake_nextval()');
 
 $sync_standby->stop;
 # Past the lease taken above, every id needs a new mark, which the standby must have first.
-sleep 2;
+$sync_primary->poll_query_until('postgres',
+    q(SELECT clock_timestamp() >= persisted_mark + interval '1 ms' FROM snowflake_info()))
+  or die 'the clock did not pass the mark';
 my $issued_before = $sync_primary->safe_psql('postgres',
     'SELECT ids_generated FROM snowflake_info()');
 my $error = error_of($sync_primary,

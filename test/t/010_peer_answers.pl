@@ -4,6 +4,7 @@
 # answers the query with one row.
 use strict;
 use warnings;
+use IO::Select;
 use IO::Socket::INET;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -80,11 +81,16 @@ my @answers = ([0, 4], [2, 4], [1, 3]);
 # A peer whose datacenter id is set and whose machine id is not, with the right clock, the
 # extension installed, not in recovery, and no instance token (a library before 1.4).
 my $one_id_set = [1, 6, '7', '-1', 'CLOCK', 't', 'f', '\N'];
+# However the test ends, the imitation peer does not outlive it: the test holds the write end of
+# this pipe, which its end closes, and the peer waits for a connection or for that.
+pipe(my $test_gone, my $test_alive) or die "pipe: $!";
 my $server_pid = fork() // die "fork: $!";
 if ($server_pid == 0) {
-    # However the test ends, the imitation peer does not outlive it for long.
-    alarm 60;
+    close $test_alive;
+    my $waiting = IO::Select->new($listener, $test_gone);
     for my $answer (@answers, $one_id_set) {
+        my ($ready) = $waiting->can_read;
+        exit 1 if $ready == $test_gone;
         my $socket = $listener->accept or exit 1;
         # The clock is read when the query comes, in the Unix microseconds the check asks for.
         my @answer = map { $_ eq 'CLOCK' ? sprintf('%.0f', Time::HiRes::time() * 1e6) : $_ }
@@ -94,6 +100,7 @@ if ($server_pid == 0) {
     }
     exit 0;
 }
+close $test_gone;
 close $listener;
 # If the test dies before the peer has served every connection, the peer must not keep prove
 # waiting for its output.

@@ -28,6 +28,14 @@ sub generate {
         "INSERT INTO issued SELECT snowflake_nextval() FROM generate_series(1, $_[0])");
 }
 
+# Waits until the clock has passed the lease the last id took, so that the next id needs the mark
+# moved on.
+sub wait_past_lease {
+    $node->poll_query_until('postgres',
+        q(SELECT clock_timestamp() >= persisted_mark + interval '1 ms' FROM snowflake_info()))
+      or die 'the clock did not pass the mark';
+}
+
 # With the fault in place and the lease run out, every call fails and issues nothing; once the
 # fault is fixed, the next call succeeds above every id before.
 sub stops_then_resumes {
@@ -36,8 +44,7 @@ sub stops_then_resumes {
     my $max = max_id($node, 'issued');
     my $issued = $node->safe_psql('postgres', 'SELECT ids_generated FROM snowflake_info()');
     $make_fault->();
-    # The lease is at most a second ahead of the clock.
-    sleep 2;
+    wait_past_lease();
     my $error = error_of($node, 'INSERT INTO issued SELECT snowflake_nextval()');
     like($error, $message, "$what: generation stops with an error naming the file");
     like($error,
@@ -99,10 +106,10 @@ $standby->init_from_backup($node, 'replay_base', has_streaming => 1);
 mkdir $standby->data_dir . '/snowflake_mark.tmp' or die "mkdir: $!";
 $standby->start;
 generate(100_000);
-sleep 2;
+wait_past_lease();
 generate(100_000);
 my $standby_pid_file = $standby->data_dir . '/postmaster.pid';
-for (1 .. 600) {
+for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default) {
     last unless -e $standby_pid_file;
     usleep(100_000);
 }

@@ -77,8 +77,9 @@ sub inserts_above {
 }
 
 # The new cluster's clock is two minutes behind the old cluster's last id, further than
-# snowflake.key_floor_max_lead (60 s by default) allows to wait for.
-set_clock_offset($clock_file, '-120');
+# snowflake.key_floor_max_lead (60 s by default) allows to wait for. It stands there until
+# generation is to resume, however long the upgrade and the start took.
+freeze_clock($clock_file, unix_ms_of($old_max) - 120_000);
 my $log_offset = -s $new->logfile // 0;
 start_with_clock($new, $clock_file);
 ok($new->wait_for_log(qr/snowflake mark file "snowflake_mark" not found/, $log_offset),
@@ -132,7 +133,8 @@ inserts_above('orders', 'postgres', 'after restart', 1000, $new_max,
     'generation goes on above the ids issued before the restart');
 
 # A removed mark file, with the clock behind again: the highest key, 30 s ahead, holds
-# generation back; a key written by hand in 2060 stops it.
+# generation back; a key written by hand in 2060 stops it. The clock stands 30 s behind that key
+# until generation is to resume.
 $new_max = max_id($new, 'orders');
 my $key_2060 = $new->safe_psql('postgres', q(
 INSERT INTO orders VALUES (snowflake_encode('2060-01-01'::timestamptz, 3, 4, 0), 'by hand')
@@ -141,7 +143,7 @@ RETURNING id));
 $new->safe_psql('shop', 'ALTER EXTENSION snowflake UPDATE; CREATE ROLE clerk');
 $new->stop;
 unlink $new->data_dir . '/snowflake_mark' or die "unlink: $!";
-set_clock_offset($clock_file, '-30');
+freeze_clock($clock_file, unix_ms_of($new_max) - 30_000);
 $log_offset = -s $new->logfile;
 start_with_clock($new, $clock_file);
 $error = error_of($new, "INSERT INTO orders (phase) VALUES ('clock behind')");

@@ -43,23 +43,37 @@ like($stderr, qr/WARNING:  snowflake: this server was started from a backup/,
 like($stderr, qr/give it a snowflake\.datacenter_id and snowflake\.machine_id pair/,
     'the warning says what to do');
 
-# Both servers generate at full speed at the same time; the ids are compared afterwards.
+# Both servers generate at full speed at the same time; the ids are compared afterwards. A barrier
+# on each server: a session holds an advisory lock that the COPY there waits for first, and both
+# are released once both COPYs wait, so that they start together.
 sub duplicates_when_both_generate {
     my ($label) = @_;
     my $count = 1_000_000;
+    my @barriers;
     my @runs;
     for my $node ($primary, $copy) {
+        my $barrier = $node->background_psql('postgres');
+        $barrier->query_safe('SELECT pg_advisory_lock(42)');
+        push @barriers, $barrier;
         my $file = "$PostgreSQL::Test::Utils::tmp_check/" . $node->name . "_$label.ids";
         push @runs, [
             $file,
             IPC::Run::start(
                 [
-                    'psql', '-XAtq', '-d', $node->connstr('postgres'), '-c',
+                    'psql', '-XAtq', '-d', $node->connstr('postgres'),
+                    '-c', 'DO $$BEGIN PERFORM pg_advisory_lock_shared(42); END$$', '-c',
                     "COPY (SELECT snowflake_nextval() FROM generate_series(1, $count)) TO STDOUT"
                 ],
                 '>', $file, '2>', '/dev/null')
         ];
     }
+    for my $node ($primary, $copy) {
+        $node->poll_query_until('postgres',
+            q(SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted))
+          or die 'the COPY on ' . $node->name . ' did not reach the barrier';
+    }
+    $_->query_safe('SELECT pg_advisory_unlock(42)') for @barriers;
+    $_->quit for @barriers;
     $_->[1]->finish for @runs;
     my %seen;
     open my $original_ids, '<', $runs[0][0] or die $!;

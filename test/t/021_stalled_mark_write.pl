@@ -8,7 +8,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep time);
+use Time::HiRes qw(time);
 use SnowflakeTest;
 
 my $node = snowflake_node('stalled', datacenter_id => 3, machine_id => 4);
@@ -19,17 +19,6 @@ $node->safe_psql('postgres', q(
 CREATE EXTENSION snowflake;
 CREATE TABLE issued (seq bigserial, id bigint PRIMARY KEY, phase integer NOT NULL);
 ));
-
-# Polls a query until it returns 't', for at most $seconds, so that a failure cannot hang.
-sub becomes_true {
-    my ($sql, $seconds) = @_;
-    my $deadline = time + $seconds;
-    while (time < $deadline) {
-        return 1 if $node->safe_psql('postgres', $sql) eq 't';
-        usleep(50_000);
-    }
-    return 0;
-}
 
 $node->safe_psql('postgres',
     'INSERT INTO issued (id, phase) SELECT snowflake_nextval(), 1 FROM generate_series(1, 1000)');
@@ -49,7 +38,8 @@ BEGIN
     END LOOP;
 END $$;
 ));
-ok(becomes_true('SELECT persisted_mark < clock_timestamp() FROM snowflake_info()', 30),
+ok($node->poll_query_until('postgres',
+        'SELECT persisted_mark < clock_timestamp() FROM snowflake_info()'),
     'the stalled write keeps the mark behind the clock');
 my $writer_stalled = "SELECT state = 'active' FROM pg_stat_activity WHERE pid = $writer_pid";
 my $issued_when_stalled =
@@ -60,7 +50,8 @@ my ($timed_out, $stderr);
 my $started = time;
 $node->psql('postgres',
     "\\set VERBOSITY verbose\nSET statement_timeout = '1s';\nSELECT snowflake_nextval();",
-    stderr => \$stderr, timeout => 15, timed_out => \$timed_out);
+    stderr => \$stderr, timeout => $PostgreSQL::Test::Utils::timeout_default,
+    timed_out => \$timed_out);
 note(sprintf('statement_timeout of 1 s ended the wait after %.1f s', time - $started));
 ok(!$timed_out, 'statement_timeout: the waiting call ends');
 like($stderr, qr/ERROR:  57014: canceling statement due to statement timeout/,
@@ -73,8 +64,9 @@ sub start_waiting_call {
     my $session = $node->background_psql('postgres');
     my $pid = $session->query_safe('SELECT pg_backend_pid()');
     $session->query_until(qr/started\n/, "\\echo started\nSELECT snowflake_nextval();\n");
-    ok(becomes_true("SELECT wait_event_type IN ('Extension', 'LWLock') "
-              . "FROM pg_stat_activity WHERE pid = $pid", 15),
+    ok($node->poll_query_until('postgres',
+            "SELECT wait_event_type IN ('Extension', 'LWLock') "
+              . "FROM pg_stat_activity WHERE pid = $pid"),
         "the call in backend $pid waits for the mark");
     return ($session, $pid);
 }
@@ -83,8 +75,9 @@ sub start_waiting_call {
 my $log_offset = -s $node->logfile;
 my ($cancelled, $cancelled_pid) = start_waiting_call();
 $node->safe_psql('postgres', "SELECT pg_cancel_backend($cancelled_pid)");
-ok(becomes_true("SELECT count(*) = 0 FROM pg_stat_activity "
-          . "WHERE pid = $cancelled_pid AND state = 'active'", 15),
+ok($node->poll_query_until('postgres',
+        "SELECT count(*) = 0 FROM pg_stat_activity "
+          . "WHERE pid = $cancelled_pid AND state = 'active'"),
     'pg_cancel_backend: the waiting call ends');
 ok($node->log_contains(qr/ERROR:  canceling statement due to user request\n[^\n]*STATEMENT:  SELECT snowflake_nextval\(\)/,
         $log_offset),
@@ -94,7 +87,8 @@ is($node->safe_psql('postgres', $writer_stalled), 't', 'pg_cancel_backend: the w
 # (c) pg_terminate_backend ends one.
 my ($terminated, $terminated_pid) = start_waiting_call();
 $node->safe_psql('postgres', "SELECT pg_terminate_backend($terminated_pid)");
-ok(becomes_true("SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = $terminated_pid", 15),
+ok($node->poll_query_until('postgres',
+        "SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = $terminated_pid"),
     'pg_terminate_backend: the waiting backend ends');
 is($node->safe_psql('postgres', $writer_stalled), 't',
     'pg_terminate_backend: the writer is stalled still');

@@ -124,7 +124,9 @@ $holder->query_safe('COMMIT');
 # A cancel or statement_timeout ends the maintenance of every table, as it ends a PL/pgSQL
 # block's EXCEPTION WHEN OTHERS: it is not taken for one table's failure. Three tables' expired
 # partitions are held, and each waits its second (lock_timeout) for them. The two days between
-# are made too: the retention removes nothing across a gap.
+# are made too: the retention removes nothing across a gap. The statement_timeout is shorter than
+# a second: it runs out within the first wait, and never after a lock_timeout that has run out too
+# (PostgreSQL would then report the lock_timeout alone).
 for my $table (map { "held_$_" } 1 .. 3) {
     $node->safe_psql('postgres', qq(
 CREATE TABLE $table (id bigint NOT NULL) PARTITION BY RANGE (id);
@@ -141,7 +143,7 @@ CREATE TABLE ${table}_between_2 PARTITION OF $table
 }
 $holder->query_safe('BEGIN; LOCK TABLE held_1_old, held_2_old, held_3_old IN ACCESS SHARE MODE');
 my ($timed_out, $timed_out_out, $timed_out_err) = $node->psql('postgres', q(
-SET statement_timeout = '1500ms';
+SET statement_timeout = '900ms';
 SELECT parent || ': ' || action FROM snowflake_maintain_partitions()));
 like($timed_out_err, qr/ERROR:  canceling statement due to statement timeout/,
     'a statement_timeout ends the maintenance of every table');

@@ -10,7 +10,6 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(time);
 use SnowflakeTest;
 
 my $primary = snowflake_node('primary', datacenter_id => 7, machine_id => 1, allows_streaming => 1);
@@ -30,12 +29,12 @@ INSERT INTO events (writer) VALUES (:client_id);
 SELECT pg_sleep(random() * 0.04);
 COMMIT;
 ));
-# pgbench writers on a server for some seconds.
+# 4 pgbench writers on a server, each of the given number of transactions.
 sub start_writers {
-    my ($node, $seconds) = @_;
+    my ($node, $transactions) = @_;
     my ($out, $err) = ('', '');
     return IPC::Run::start(
-        [ 'pgbench', '-n', '-c', '4', '-j', '4', '-T', $seconds, '-f', $writer_script,
+        [ 'pgbench', '-n', '-c', '4', '-j', '4', '-t', $transactions, '-f', $writer_script,
             $node->connstr('postgres') ],
         '>', \$out, '2>', \$err);
 }
@@ -49,9 +48,9 @@ like(error_of($standby, 'SELECT snowflake_settled_bound()'),
 my %read;
 my $read_twice = 0;
 my $cursor = 0;
-my $writers = start_writers($primary, 15);
-my $until = time() + 15;
-while (time() < $until) {
+my $writers = start_writers($primary, 250);
+# The reader reads as long as the writers write, and once more after them.
+while ($writers->pumpable) {
     my ($bound, $lsn) = split /\|/,
       $primary->safe_psql('postgres', 'SELECT bound, lsn FROM snowflake_settled_bound_lsn()');
     $standby->poll_query_until('postgres', "SELECT pg_last_wal_replay_lsn() >= '$lsn'")
@@ -61,6 +60,7 @@ while (time() < $until) {
         $read_twice++ if $read{$id}++;
     }
     $cursor = $bound if $bound > $cursor;
+    $writers->pump_nb;
 }
 $writers->finish;
 my ($bound, $lsn) = split /\|/,
@@ -70,7 +70,7 @@ $standby->poll_query_until('postgres', "SELECT pg_last_wal_replay_lsn() >= '$lsn
 $read{$_}++ for split /\n/, $standby->safe_psql('postgres',
     "SELECT id FROM events WHERE id >= $cursor AND id < $bound ORDER BY id");
 my @committed = split /\n/, $primary->safe_psql('postgres', 'SELECT id FROM events');
-cmp_ok(scalar(@committed), '>', 100, 'the writers committed ' . scalar(@committed) . ' rows');
+is(scalar(@committed), 1000, 'the writers committed 1,000 rows');
 is(scalar(grep { !$read{$_} } @committed), 0, 'the reader on the standby read every one');
 is($read_twice, 0, 'and none twice');
 
@@ -118,9 +118,8 @@ like($prepare_err, qr/prepared transactions are disabled/,
     'a PREPARE without max_prepared_transactions gets PostgreSQL\'s own error');
 my %cursors = (standby => 0, other => 0);
 my %read_from;
-my @writers = (start_writers($standby, 10), start_writers($other, 10));
-$until = time() + 10;
-while (time() < $until) {
+my @writers = (start_writers($standby, 150), start_writers($other, 150));
+while (my @writing = grep { $_->pumpable } @writers) {
     for my $server ([ standby => $standby ], [ other => $other ]) {
         my ($name, $node) = @$server;
         my $bound = $node->safe_psql('postgres', 'SELECT snowflake_settled_bound()');
@@ -128,6 +127,7 @@ while (time() < $until) {
             "SELECT id FROM events WHERE id >= $cursors{$name} AND id < $bound ORDER BY id");
         $cursors{$name} = $bound if $bound > $cursors{$name};
     }
+    $_->pump_nb for @writing;
 }
 $_->finish for @writers;
 for my $server ([ standby => $standby ], [ other => $other ]) {
