@@ -50,7 +50,9 @@ def test_texts(root):
                         for a, b in re.findall(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"",
                                                code, re.S) if a or b]
             # A description built from variables matches with any text in their places, if it
-            # has words of its own.
+            # has words of its own. Double-quoted strings of one line are taken on their own too:
+            # a quote inside a pattern (qr/.../) can pair the literals above wrongly.
+            literals += re.findall(r"\"([^\"\n]*\$[^\"\n]*)\"", code)
             patterns[name] = [re.compile(description_pattern(literal), re.S)
                               for literal in literals if "$" in literal and len(
                                   re.sub(r"\$\{?\w+\}?", "", literal)) >= 12]

@@ -15,7 +15,8 @@ use Time::HiRes qw(usleep);
 our @EXPORT = qw(snowflake_node start_with_clock set_clock_offset error_of have_libfaketime
   max_id kill9_and_wait set_and_reload start_statement finish_statement archive_current_wal
   start_with_mark_faults inject_mark_fault offset_behind mark_file_text full_matrix unix_ms_of
-  mark_on_disk create_old_mark_function freeze_clock);
+  mark_on_disk create_old_mark_function freeze_clock restart_reading_keys restart_keys_unread
+  read_keys_now);
 
 # Whether a test with a matrix (028, 029, 031) runs it whole: unless SNOWFLAKE_MATRIX=reduced,
 # and then still where SNOWFLAKE_MATRIX_FULL names the test's number (.ci/run chooses, so that
@@ -270,6 +271,37 @@ sub kill9_and_wait {
         usleep(100_000);
     }
     BAIL_OUT("processes of $name are still running after kill -9");
+}
+
+# Restarts a server of the floor's tests (019, 034) with its clock, without the mark file if
+# $remove_mark, so that the start reads the stored keys; returns the log's length before it.
+sub restart_reading_keys {
+    my ($node, $clock_file, $remove_mark) = @_;
+    $node->stop;
+    unlink $node->data_dir . '/snowflake_mark' if $remove_mark;
+    my $offset = -s $node->logfile;
+    start_with_clock($node, $clock_file);
+    return $offset;
+}
+
+# The keys are read as soon as the server starts. For a test that must do something first (lock
+# tables, begin a transaction), this starts without the mark file and with datacenter_id unset,
+# so that the read finds nothing to do; read_keys_now() then sets it, which reads the keys again
+# for the pair now set. Returns the log's length before the start.
+sub restart_keys_unread {
+    my ($node, $clock_file) = @_;
+    $node->adjust_conf('postgresql.conf', 'snowflake.datacenter_id', '-1');
+    return restart_reading_keys($node, $clock_file, 1);
+}
+
+# Sets datacenter_id back after restart_keys_unread() and waits until the server has it.
+sub read_keys_now {
+    my ($node, $datacenter_id) = @_;
+    $node->adjust_conf('postgresql.conf', 'snowflake.datacenter_id', $datacenter_id);
+    $node->reload;
+    $node->poll_query_until('postgres',
+        "SELECT current_setting('snowflake.datacenter_id') = '$datacenter_id'")
+      or die 'the reload did not set snowflake.datacenter_id';
 }
 
 1;
