@@ -29,7 +29,13 @@ ISOLATION_OPTS = --inputdir=test/isolation --temp-instance=tmp_check_iso \
 TAP_TESTS = 1
 endif
 # PROVE_TESTS=test/t/007_damaged_mark.pl on the command line or in the environment picks files.
-PROVE_TESTS ?= test/t/*.pl
+# By default the longest files go first, so that with several at a time (TAP_JOBS) the layer does
+# not end waiting for one long file that started last; the rest follow in name order.
+TAP_LONGEST = 028_data_directory_histories 019_keys_floor 034_keys_floor_databases \
+	017_fleet_guard 004_restarts 026_partition_setups 029_settled_bound \
+	031_starts_behind_history 009_failover_under_load 018_upgrade_across_versions
+TAP_FIRST = $(wildcard $(patsubst %,test/t/%.pl,$(TAP_LONGEST)))
+PROVE_TESTS ?= $(TAP_FIRST) $(filter-out $(TAP_FIRST),$(sort $(wildcard test/t/*.pl)))
 EXTRA_CLEAN = tmp_check_regress tmp_check_iso output_iso .pg_build_stamp META.json test/unit/build \
 	test/unit/unit_tests \
 	test/unit/unit_tests_sanitized test/fuzz/fuzz_core test/bench/core_bench
