@@ -16,7 +16,7 @@ our @EXPORT = qw(snowflake_node start_with_clock set_clock_offset error_of have_
   max_id kill9_and_wait set_and_reload start_statement finish_statement archive_current_wal
   start_with_mark_faults inject_mark_fault offset_behind mark_file_text full_matrix unix_ms_of
   mark_on_disk create_old_mark_function freeze_clock restart_reading_keys restart_keys_unread
-  read_keys_now);
+  read_keys_now keys_floor_node);
 
 # Whether a test with a matrix (028, 029, 031) runs it whole: unless SNOWFLAKE_MATRIX=reduced,
 # and then still where SNOWFLAKE_MATRIX_FULL names the test's number (.ci/run chooses, so that
@@ -271,6 +271,22 @@ sub kill9_and_wait {
         usleep(100_000);
     }
     BAIL_OUT("processes of $name are still running after kill -9");
+}
+
+# A server of the floor's tests (019, 034): node pair (3, 4), fsync on, the given settings, its
+# clock in $clock_file; started, with the extension, and a plain role alice who owns the schema
+# "Odd Schema".
+sub keys_floor_node {
+    my ($name, $clock_file, $settings) = @_;
+    my $node = snowflake_node($name, datacenter_id => 3, machine_id => 4);
+    $node->append_conf('postgresql.conf', "fsync = on\n$settings");
+    start_with_clock($node, $clock_file);
+    $node->safe_psql('postgres', q(
+CREATE EXTENSION snowflake;
+CREATE ROLE alice LOGIN;
+CREATE SCHEMA "Odd Schema" AUTHORIZATION alice;
+));
+    return $node;
 }
 
 # Restarts a server of the floor's tests (019, 034) with its clock, without the mark file if

@@ -18,21 +18,12 @@ use SnowflakeTest;
 plan skip_all => 'libfaketime is not installed' unless have_libfaketime();
 
 my $clock_file = "$PostgreSQL::Test::Utils::tmp_check/clock_offset_019";
-my $node = snowflake_node('keys', datacenter_id => 3, machine_id => 4);
-$node->append_conf('postgresql.conf', qq(
-fsync = on
+# Everything below is alice's: a plain role, who can only create tables in her schema.
+my $node = keys_floor_node('keys', $clock_file, q(
 snowflake.key_floor_max_lead = '20min'
 max_prepared_transactions = 2
 max_connections = 20
 max_locks_per_transaction = 10
-));
-start_with_clock($node, $clock_file);
-
-# Everything below is alice's: a plain role, who can only create tables in her schema.
-$node->safe_psql('postgres', q(
-CREATE EXTENSION snowflake;
-CREATE ROLE alice LOGIN;
-CREATE SCHEMA "Odd Schema" AUTHORIZATION alice;
 ));
 # The hand-made keys (below) are ahead of one instant; the partitions split them between those of
 # 601 and 602 s ahead.

@@ -17,20 +17,12 @@ use SnowflakeTest;
 plan skip_all => 'libfaketime is not installed' unless have_libfaketime();
 
 my $clock_file = "$PostgreSQL::Test::Utils::tmp_check/clock_offset_034";
-my $node = snowflake_node('keys_databases', datacenter_id => 3, machine_id => 4);
-$node->append_conf('postgresql.conf', qq(
-fsync = on
+# Everything below is alice's: a plain role, who can only create tables in her schema.
+my $node = keys_floor_node('keys_databases', $clock_file, q(
 snowflake.key_floor_max_lead = '1min'
 max_connections = 20
 ));
-start_with_clock($node, $clock_file);
-
-# Everything below is alice's: a plain role, who can only create tables in her schema.
-$node->safe_psql('postgres', q(
-CREATE EXTENSION snowflake;
-CREATE ROLE alice LOGIN;
-CREATE SCHEMA "Odd Schema" AUTHORIZATION alice;
-SET ROLE alice;
+$node->safe_psql('postgres', q(SET ROLE alice;
 CREATE TABLE "Odd Schema".base (id bigint PRIMARY KEY DEFAULT snowflake_nextval());
 INSERT INTO "Odd Schema".base SELECT FROM generate_series(1, 1000);
 ));
