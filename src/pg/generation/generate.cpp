@@ -244,6 +244,12 @@ void extend_mark(SnowflakeShared *shared, int64 now_unix_ms, int64 node_bits, bo
 
 // The one generator of the instance: every backend and parallel worker draws from shared memory.
 Datum snowflake_nextval(PG_FUNCTION_ARGS) {
+    PG_RETURN_INT64(snowflake_draw_id());
+}
+
+// One id for the calling transaction, claimed for the settled bound, as snowflake_nextval() gives
+// it; the stamps of tracked tables draw theirs here too.
+int64 snowflake_draw_id() {
     SnowflakeShared *shared = require_shared_state();
     refuse_during_recovery();
     const snowflake::Node node = configured_node();
@@ -271,7 +277,7 @@ Datum snowflake_nextval(PG_FUNCTION_ARGS) {
                 if (snowflake::lease_needs_extension(next.now_unix_ms, mark)) {
                     extend_mark(shared, next.now_unix_ms, node.bits, false);
                 }
-                PG_RETURN_INT64(next.id);
+                return next.id;
             case snowflake::NextStatus::kPastIssueLimit:
                 extend_mark(shared, next.now_unix_ms, node.bits, true);
                 break;

@@ -1,0 +1,146 @@
+// The tombstones of a tracked table (version 1.12): an AFTER DELETE row trigger, and an AFTER
+// UPDATE one when the key changed, keep the old key with a version from the generator; an AFTER
+// TRUNCATE statement trigger keeps one event for the whole table. They go into
+// snowflake_tombstones, which no role but the extension's owner may write: the trigger inserts as
+// that owner, in a security-restricted operation (as_owner.hpp), so that a role that may delete
+// rows needs no privilege on it. The key columns must be of built-in types or the snowflake type
+// (snowflake_track_changes() checks), so no role's code runs as that owner. The error-boundary
+// rules are at the top of module.cpp.
+
+extern "C" {
+#include "postgres.h"
+
+#include "catalog/namespace.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+PG_FUNCTION_INFO_V1(snowflake_keep_tombstone);
+}
+
+#include "pg/as_owner.hpp"
+#include "pg/generation/generation.hpp"
+
+namespace {
+
+// The kinds of event a tombstone records, as snowflake_changes() reads them.
+constexpr char kDeleteKind = 'd';
+constexpr char kTruncateKind = 't';
+
+// The most key columns a tombstone keeps; a primary key of more is refused at tracking.
+constexpr int kMaxKeyColumns = 8;
+
+// The tombstones table of the extension that owns this trigger function.
+Oid tombstones_table(Oid trigger_function) {
+    const Oid table =
+        get_relname_relid("snowflake_tombstones", get_func_namespace(trigger_function));
+    if (!OidIsValid(table)) {
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+                        errmsg("the table snowflake_tombstones of the extension is missing"),
+                        errhint("Run ALTER EXTENSION snowflake UPDATE, or drop and create the "
+                                "extension again.")));
+    }
+    return table;
+}
+
+// Only the triggers that snowflake_track_changes() creates call this function.
+void require_tombstone_trigger(const TriggerData *data) {
+    const TriggerEvent event = data->tg_event;
+    const bool row_event = TRIGGER_FIRED_FOR_ROW(event) &&
+                           (TRIGGER_FIRED_BY_DELETE(event) || TRIGGER_FIRED_BY_UPDATE(event));
+    const bool truncate_event = TRIGGER_FIRED_FOR_STATEMENT(event) &&
+                                TRIGGER_FIRED_BY_TRUNCATE(event);
+    if (!TRIGGER_FIRED_AFTER(event) || !(row_event || truncate_event) ||
+        (row_event && (data->tg_trigger->tgnargs < 1 ||
+                       data->tg_trigger->tgnargs > kMaxKeyColumns))) {
+        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+                        errmsg("snowflake_keep_tombstone() must run as an AFTER DELETE or UPDATE "
+                               "row trigger with the key columns as its arguments, or an AFTER "
+                               "TRUNCATE statement trigger"),
+                        errhint("Let snowflake_track_changes() create the trigger.")));
+    }
+}
+
+// The INSERT of one tombstone: the table, the version, the kind and the key's columns as an
+// object built from the parameters that follow.
+char *tombstone_insert(Oid table, int key_count, char *const *key_names) {
+    StringInfoData sql;
+    initStringInfo(&sql);
+    appendStringInfo(&sql,
+                     "INSERT INTO %s.%s (tracked, version, kind, key) VALUES ($1, $2, $3, ",
+                     quote_identifier(get_namespace_name(get_rel_namespace(table))),
+                     quote_identifier(get_rel_name(table)));
+    if (key_count == 0) {
+        appendStringInfoString(&sql, "NULL)");
+        return sql.data;
+    }
+    appendStringInfoString(&sql, "pg_catalog.jsonb_build_object(");
+    for (int i = 0; i < key_count; i++) {
+        appendStringInfo(&sql, "%s%s, $%d", i > 0 ? ", " : "", quote_literal_cstr(key_names[i]),
+                         i + 4);
+    }
+    appendStringInfoString(&sql, "))");
+    return sql.data;
+}
+
+// The key columns' values of the row, as parameters from $4 on.
+void key_parameters(const TriggerData *data, Oid *types, Datum *values, char *nulls) {
+    const TupleDesc desc = RelationGetDescr(data->tg_relation);
+    for (int i = 0; i < data->tg_trigger->tgnargs; i++) {
+        const int attnum = SPI_fnumber(desc, data->tg_trigger->tgargs[i]);
+        if (attnum <= 0) {
+            ereport(ERROR,
+                    (errcode(ERRCODE_UNDEFINED_COLUMN),
+                     errmsg("the key column \"%s\" of %s does not exist",
+                            data->tg_trigger->tgargs[i],
+                            RelationGetRelationName(data->tg_relation)),
+                     errhint("Call snowflake_untrack_changes() and then snowflake_track_changes() "
+                             "for the table again.")));
+        }
+        bool is_null = false;
+        types[i] = TupleDescAttr(desc, attnum - 1)->atttypid;
+        values[i] = heap_getattr(data->tg_trigtuple, attnum, desc, &is_null);
+        nulls[i] = is_null ? 'n' : ' ';
+    }
+}
+
+}  // namespace
+
+// Keeps the tombstone of a deleted row, of a row's old key, or of a truncation.
+Datum snowflake_keep_tombstone(PG_FUNCTION_ARGS) {
+    if (!CALLED_AS_TRIGGER(fcinfo)) {
+        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+                        errmsg("snowflake_keep_tombstone() must be called as a trigger"),
+                        errhint("Let snowflake_track_changes() create the trigger.")));
+    }
+    const TriggerData *data = reinterpret_cast<TriggerData *>(fcinfo->context);
+    require_tombstone_trigger(data);
+    const bool truncation = TRIGGER_FIRED_BY_TRUNCATE(data->tg_event);
+    const Oid table = tombstones_table(data->tg_trigger->tgfoid);
+    constexpr int kFixed = 3;
+    Oid types[kFixed + kMaxKeyColumns] = {OIDOID, INT8OID, CHAROID};
+    Datum values[kFixed + kMaxKeyColumns] = {
+        ObjectIdGetDatum(RelationGetRelid(data->tg_relation)),
+        Int64GetDatum(snowflake_draw_id()),
+        CharGetDatum(truncation ? kTruncateKind : kDeleteKind)};
+    char nulls[kFixed + kMaxKeyColumns + 1] = "   ";
+    int count = kFixed;
+    if (!truncation) {
+        key_parameters(data, types + kFixed, values + kFixed, nulls + kFixed);
+        count += data->tg_trigger->tgnargs;
+    }
+    nulls[count] = '\0';
+    const char *statement = tombstone_insert(table, count - kFixed, data->tg_trigger->tgargs);
+    const RoleStep step{owner_of(table), "snowflake_keep_tombstone()",
+                        "keeping a tombstone", false};
+    if (SPI_connect() != SPI_OK_CONNECT) {
+        elog(ERROR, "snowflake: SPI_connect failed");
+    }
+    run_statement_as(step, statement, count, types, values, nulls);
+    SPI_finish();
+    return PointerGetDatum(nullptr);
+}
