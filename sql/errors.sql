@@ -73,3 +73,42 @@ SET ROLE snowflake_errors_plain;
 SELECT pg_temp.error_of('SELECT snowflake_release_key(1)');
 RESET ROLE;
 DROP ROLE snowflake_errors_plain;
+
+-- Following changes (1.12): what cannot be tracked or read, each refused before anything is done.
+CREATE TABLE no_key (id bigint, note text);
+CREATE TYPE key_kind AS ENUM ('a', 'b');
+CREATE TABLE typed_key (id key_kind PRIMARY KEY);
+CREATE TABLE text_version (id bigint PRIMARY KEY, version text);
+CREATE TABLE followed (id bigint PRIMARY KEY, note text);
+CREATE VIEW a_view AS SELECT 1 AS id;
+SELECT pg_temp.error_of($$SELECT snowflake_track_changes('no_key')$$);
+SELECT pg_temp.error_of($$SELECT snowflake_track_changes('typed_key')$$);
+SELECT pg_temp.error_of($$SELECT snowflake_track_changes('text_version')$$);
+SELECT pg_temp.error_of($$SELECT snowflake_track_changes('followed', 'id')$$);
+SELECT pg_temp.error_of($$SELECT snowflake_track_changes('a_view')$$);
+SELECT pg_temp.error_of($$SELECT snowflake_track_changes(NULL)$$);
+SELECT count(*) AS columns_added_by_refusals FROM pg_attribute
+WHERE attrelid IN ('no_key'::regclass, 'typed_key'::regclass, 'followed'::regclass)
+  AND attname = 'version';
+SELECT pg_temp.error_of($$SELECT * FROM snowflake_changes(NULL::followed, 0, 10)$$);
+SELECT pg_temp.error_of($$SELECT snowflake_untrack_changes('followed')$$);
+SELECT snowflake_track_changes('followed');
+SELECT pg_temp.error_of($$SELECT snowflake_track_changes('followed')$$);
+SELECT pg_temp.error_of($$SELECT * FROM snowflake_changes(NULL::followed, 0, 0)$$);
+SELECT pg_temp.error_of($$SELECT * FROM snowflake_changes(NULL::followed, NULL, 10)$$);
+SELECT pg_temp.error_of($$SELECT * FROM snowflake_changes(NULL::a_view, 0, 10)$$);
+SELECT pg_temp.error_of($$SELECT snowflake_forget_tombstones('followed')$$);
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT pg_temp.error_of($$SELECT * FROM snowflake_changes(NULL::followed, 0, 10)$$);
+COMMIT;
+SELECT pg_temp.error_of($$SELECT snowflake_stamp_version()$$);
+CREATE TRIGGER wrong AFTER INSERT ON no_key FOR EACH ROW EXECUTE FUNCTION snowflake_stamp_version('id');
+SELECT pg_temp.error_of($$INSERT INTO no_key VALUES (1, 'x')$$);
+DROP TRIGGER wrong ON no_key;
+ALTER TABLE followed ALTER version TYPE text;
+SELECT pg_temp.error_of($$INSERT INTO followed (id) VALUES (1)$$);
+ALTER TABLE followed ALTER version TYPE bigint USING version::bigint;
+SELECT snowflake_untrack_changes('followed');
+DROP VIEW a_view;
+DROP TABLE no_key, typed_key, text_version, followed;
+DROP TYPE key_kind;

@@ -13,6 +13,8 @@ CREATE TABLE snowflake_tracked_tables (
     trimmed_below bigint NOT NULL DEFAULT 0
 );
 SELECT pg_catalog.pg_extension_config_dump('snowflake_tracked_tables', '');
+COMMENT ON TABLE snowflake_tracked_tables IS
+    'The tables that snowflake_track_changes() made followable: version column, key, trimmed versions';
 ALTER TABLE snowflake_tracked_tables ENABLE ROW LEVEL SECURITY;
 CREATE POLICY owners_write ON snowflake_tracked_tables
     USING (pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class AS c
@@ -31,6 +33,8 @@ CREATE TABLE snowflake_tombstones (
     PRIMARY KEY (tracked, version)
 );
 SELECT pg_catalog.pg_extension_config_dump('snowflake_tombstones', '');
+COMMENT ON TABLE snowflake_tombstones IS
+    'The deletes, old keys and truncations of tracked tables, read through snowflake_changes()';
 ALTER TABLE snowflake_tombstones ENABLE ROW LEVEL SECURITY;
 CREATE POLICY readers_of_the_table ON snowflake_tombstones FOR SELECT
     USING (EXISTS (SELECT FROM pg_catalog.pg_partition_ancestors(tracked) AS a
@@ -241,6 +245,14 @@ BEGIN
         RAISE EXCEPTION 'snowflake_changes() needs a table''s row type, a cursor and a page size of 1 or more'
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'Call it as SELECT * FROM snowflake_changes(NULL::orders, 0, 1000).';
+    END IF;
+    -- A transaction's one snapshot was taken before the bound is read here: rows committed in
+    -- between would be below the bound and unseen.
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'snowflake_changes() cannot run in a REPEATABLE READ or SERIALIZABLE transaction'
+            USING ERRCODE = 'invalid_transaction_state',
+                  DETAIL = 'Its snapshot was taken before the settled bound is read, so changes committed in between would be skipped.',
+                  HINT = 'Run it in a READ COMMITTED transaction (the default).';
     END IF;
     EXECUTE format('SELECT t.version_column, t.key_columns, t.trimmed_below '
                    'FROM %I.snowflake_tracked_tables AS t WHERE t.tracked = $1', extension_schema)

@@ -1,0 +1,98 @@
+-- Following changes (1.12): tracking a table, the stamps, the tombstones, the reader's pages.
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS snowflake;
+
+CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), note text);
+INSERT INTO orders (note) VALUES ('before tracking');
+SELECT snowflake_track_changes('orders');
+SELECT tracked, version_column, key_columns, trimmed_below FROM snowflake_tracked_tables;
+SELECT indexdef FROM pg_indexes WHERE tablename = 'orders' ORDER BY indexname;
+
+-- Whatever the statement gives, the version comes from the generator, on insert and on update.
+INSERT INTO orders (note, version) VALUES ('one', 5), ('two', 6), ('three', 7);
+SELECT count(*) AS stamped FROM orders WHERE version > snowflake_encode(now() - interval '1 minute', 0, 0, 0);
+SELECT max(version) AS before_update FROM orders \gset
+UPDATE orders SET note = 'one, changed', version = 1 WHERE note = 'one';
+SELECT version > :before_update AS restamped FROM orders WHERE note = 'one, changed';
+-- COPY and INSERT ... ON CONFLICT take versions too.
+COPY orders (id, note, version) FROM STDIN;
+1	copied	3
+\.
+SELECT version > :before_update AS copied_stamped FROM orders WHERE id = 1;
+INSERT INTO orders (id, note) VALUES (1, 'conflict') ON CONFLICT (id) DO UPDATE SET note = 'upserted';
+SELECT note, version > :before_update AS upserted_stamped FROM orders WHERE id = 1;
+
+-- From cursor 0: the latest state of each changed row, in version order, then the cursor. The row
+-- from before tracking has no version: a reader copies the table first.
+SELECT kind, (data).note FROM snowflake_changes(NULL::orders, 0, 100) ORDER BY version;
+
+-- A delete leaves the key; a changed key reaches the reader as a delete of the old one and the
+-- row under the new one; a truncation that rolls back leaves nothing.
+SELECT id AS old_key FROM orders WHERE note = 'two' \gset
+UPDATE orders SET id = id + 1 WHERE note = 'two';
+DELETE FROM orders WHERE note = 'three';
+BEGIN;
+TRUNCATE orders;
+ROLLBACK;
+SELECT kind, (data).id = :old_key AS is_old_key, (data).note
+FROM snowflake_changes(NULL::orders, 0, 100) WHERE kind <> 'next' ORDER BY version;
+
+-- A key deleted and inserted again reads as the row, not as a delete.
+DELETE FROM orders WHERE id = 1;
+INSERT INTO orders (id, note) VALUES (1, 'again');
+SELECT kind, (data).note FROM snowflake_changes(NULL::orders, 0, 100)
+WHERE kind <> 'next' AND (data).id = 1;
+
+-- Pages: a full page's cursor is its last version plus one, and the pages together are the
+-- whole list; a page that is not full ends at the bound.
+CREATE TEMP TABLE whole AS SELECT version, kind FROM snowflake_changes(NULL::orders, 0, 100);
+CREATE TEMP TABLE paged (version bigint, kind text);
+DO $$
+DECLARE
+    cursor_at bigint := 0;
+    page_end bigint;
+BEGIN
+    FOR page IN 1 .. 20 LOOP
+        INSERT INTO paged SELECT c.version, c.kind FROM snowflake_changes(NULL::orders, cursor_at, 2) AS c
+            WHERE c.kind <> 'next';
+        SELECT c.version INTO page_end FROM snowflake_changes(NULL::orders, cursor_at, 2) AS c
+            WHERE c.kind = 'next';
+        EXIT WHEN page_end = cursor_at;
+        cursor_at := page_end;
+    END LOOP;
+END
+$$;
+SELECT (SELECT array_agg(version ORDER BY version) FROM whole WHERE kind <> 'next')
+     = (SELECT array_agg(version ORDER BY version) FROM paged) AS pages_make_the_whole;
+SELECT version >= snowflake_encode(now() - interval '1 minute', 0, 0, 0) AS quiet_cursor_moves
+FROM snowflake_changes(NULL::orders, 0, 1000) WHERE kind = 'next';
+
+-- A truncation is one event; rows after it come after it.
+TRUNCATE orders;
+INSERT INTO orders (note) VALUES ('after truncation');
+SELECT kind, (data).note FROM snowflake_changes(NULL::orders, 0, 100)
+WHERE kind IN ('truncate', 'row') ORDER BY version;
+
+-- Partitioned tables: the rows and deletes of every partition.
+CREATE TABLE events (id bigint NOT NULL DEFAULT snowflake_nextval(), region int NOT NULL,
+                     PRIMARY KEY (id, region)) PARTITION BY LIST (region);
+CREATE TABLE events_1 PARTITION OF events FOR VALUES IN (1);
+CREATE TABLE events_2 PARTITION OF events FOR VALUES IN (2);
+SELECT snowflake_track_changes('events', 'changed_at');
+INSERT INTO events (region) VALUES (1), (2);
+DELETE FROM events WHERE region = 2;
+SELECT kind, (data).region FROM snowflake_changes(NULL::events, 0, 100)
+WHERE kind <> 'next' ORDER BY version;
+CREATE TABLE events_3 PARTITION OF events FOR VALUES IN (3);
+INSERT INTO events (region) VALUES (3);
+SELECT count(*) AS stamped_in_a_new_partition FROM events WHERE region = 3 AND changed_at IS NOT NULL;
+
+-- Untracking removes the triggers and the tombstones; the column and its index stay.
+SELECT snowflake_untrack_changes('events');
+SELECT count(*) AS triggers_left FROM pg_trigger WHERE tgrelid = 'events'::regclass AND NOT tgisinternal;
+SELECT count(*) AS tombstones_left FROM snowflake_tombstones WHERE tracked::text LIKE 'events%';
+SELECT count(*) AS column_kept FROM pg_attribute WHERE attrelid = 'events'::regclass AND attname = 'changed_at';
+
+DROP TABLE events;
+SELECT snowflake_untrack_changes('orders');
+DROP TABLE orders;
