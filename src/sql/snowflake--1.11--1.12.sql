@@ -238,8 +238,6 @@ DECLARE
     setup record;
     bound bigint;
     same_key text;
-    change record;
-    delivered integer := 0;
 BEGIN
     IF target IS NULL OR after_version IS NULL OR max_changes IS NULL OR max_changes < 1 THEN
         RAISE EXCEPTION 'snowflake_changes() needs a table''s row type, a cursor and a page size of 1 or more'
@@ -271,36 +269,31 @@ BEGIN
     EXECUTE format('SELECT %I.snowflake_settled_bound()', extension_schema) INTO bound;
     same_key := (SELECT string_agg(format('t.%1$I = p.%1$I', k), ' AND ')
                  FROM unnest(setup.key_columns) AS k);
-    FOR change IN EXECUTE format(
-        'SELECT c.v, c.k, c.r FROM ('
-        '  SELECT t.%1$I AS v, ''row'' AS k, t AS r FROM %2$s AS t'
-        '  WHERE t.%1$I >= $1 AND t.%1$I < $2'
+    -- A full page's cursor is its last version plus one; a page that is not full has read
+    -- everything below the bound, so a quiet table's cursor moves up to the bound.
+    RETURN QUERY EXECUTE format(
+        'WITH page AS ('
+        '  SELECT c.v, c.k, c.r FROM ('
+        '    SELECT t.%1$I AS v, ''row'' AS k, t AS r FROM %2$s AS t'
+        '    WHERE t.%1$I >= $1 AND t.%1$I < $2'
+        '    UNION ALL'
+        '    SELECT d.version, CASE d.kind WHEN ''t'' THEN ''truncate'' ELSE ''delete'' END,'
+        '           CASE d.kind WHEN ''d'' THEN pg_catalog.jsonb_populate_record(NULL::%2$s, d.key) END'
+        '    FROM %3$I.snowflake_tombstones AS d'
+        '    WHERE d.tracked IN (SELECT p.relid FROM pg_catalog.pg_partition_tree(%4$L) AS p'
+        '                        UNION ALL SELECT %4$L)'
+        '      AND d.version >= $1 AND d.version < $2'
+        '      AND (d.kind = ''t'' OR NOT EXISTS (SELECT FROM %2$s AS t,'
+        '           pg_catalog.jsonb_populate_record(NULL::%2$s, d.key) AS p WHERE %5$s))'
+        '  ) AS c ORDER BY c.v LIMIT $3)'
+        'SELECT v, k, r FROM ('
+        '  SELECT false AS last, v, k, r FROM page'
         '  UNION ALL'
-        '  SELECT d.version, CASE d.kind WHEN ''t'' THEN ''truncate'' ELSE ''delete'' END,'
-        '         CASE d.kind WHEN ''d'' THEN pg_catalog.jsonb_populate_record(NULL::%2$s, d.key) END'
-        '  FROM %3$I.snowflake_tombstones AS d'
-        '  WHERE d.tracked IN (SELECT p.relid FROM pg_catalog.pg_partition_tree(%4$L) AS p'
-        '                      UNION ALL SELECT %4$L)'
-        '    AND d.version >= $1 AND d.version < $2'
-        '    AND (d.kind = ''t'' OR NOT EXISTS (SELECT FROM %2$s AS t,'
-        '         pg_catalog.jsonb_populate_record(NULL::%2$s, d.key) AS p WHERE %5$s))'
-        ') AS c ORDER BY c.v LIMIT $3',
+        '  SELECT true, CASE WHEN count(*) = $3 THEN max(v) + 1 ELSE greatest($2, $1) END,'
+        '         ''next'', NULL FROM page'
+        ') AS ordered ORDER BY last, v',
         setup.version_column, target, extension_schema, target::oid, same_key)
-        USING after_version, bound, max_changes
-    LOOP
-        version := change.v;
-        kind := change.k;
-        data := change.r;
-        RETURN NEXT;
-        delivered := delivered + 1;
-    END LOOP;
-    -- A full page ends at its last change; one that is not full has read everything below the
-    -- bound, so a quiet table's cursor moves up to it.
-    version := CASE WHEN delivered = max_changes THEN version + 1
-                    ELSE greatest(bound, after_version) END;
-    kind := 'next';
-    data := NULL;
-    RETURN NEXT;
+        USING after_version, bound, max_changes;
 END
 $changes$;
 COMMENT ON FUNCTION snowflake_changes(anyelement, bigint, integer) IS
