@@ -105,6 +105,13 @@ SELECT pg_temp.error_of($$SELECT snowflake_stamp_version()$$);
 CREATE TRIGGER wrong AFTER INSERT ON no_key FOR EACH ROW EXECUTE FUNCTION snowflake_stamp_version('id');
 SELECT pg_temp.error_of($$INSERT INTO no_key VALUES (1, 'x')$$);
 DROP TRIGGER wrong ON no_key;
+-- A tombstone trigger made by hand on a key of a role's own type is refused before any output
+-- function of that type runs as the extension's owner.
+CREATE TRIGGER by_hand AFTER DELETE ON typed_key FOR EACH ROW EXECUTE FUNCTION snowflake_keep_tombstone('id');
+INSERT INTO typed_key VALUES ('a');
+SELECT pg_temp.error_of($$DELETE FROM typed_key$$);
+SELECT count(*) AS tombstones_by_hand FROM snowflake_tombstones WHERE tracked = 'typed_key'::regclass;
+DROP TRIGGER by_hand ON typed_key;
 ALTER TABLE followed ALTER version TYPE text;
 SELECT pg_temp.error_of($$INSERT INTO followed (id) VALUES (1)$$);
 ALTER TABLE followed ALTER version TYPE bigint USING version::bigint;

@@ -10,6 +10,7 @@
 extern "C" {
 #include "postgres.h"
 
+#include "access/transam.h"
 #include "catalog/namespace.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
@@ -24,6 +25,7 @@ PG_FUNCTION_INFO_V1(snowflake_keep_tombstone);
 
 #include "pg/as_owner.hpp"
 #include "pg/generation/generation.hpp"
+#include "pg/library_objects.hpp"
 
 namespace {
 
@@ -103,6 +105,18 @@ void key_parameters(const TriggerData *data, Oid *types, Datum *values, char *nu
         }
         bool is_null = false;
         types[i] = TupleDescAttr(desc, attnum - 1)->atttypid;
+        // A role can create this trigger by hand, naming any column: a type of a role's own
+        // would have its output function run as the extension's owner.
+        if (types[i] >= FirstNormalObjectId &&
+            types[i] != snowflake_id_type_beside(data->tg_trigger->tgfoid)) {
+            ereport(ERROR,
+                    (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                     errmsg("the key column \"%s\" of %s is of a type not built into PostgreSQL",
+                            data->tg_trigger->tgargs[i],
+                            RelationGetRelationName(data->tg_relation)),
+                     errhint("Let snowflake_track_changes() create the trigger; it tracks tables "
+                             "whose primary key has built-in types or the snowflake type.")));
+        }
         values[i] = heap_getattr(data->tg_trigtuple, attnum, desc, &is_null);
         nulls[i] = is_null ? 'n' : ' ';
     }
