@@ -1,12 +1,15 @@
 -- Following changes (1.12): tracking a table, the stamps, the tombstones, the reader's pages.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS snowflake;
+-- Tables of their own: other files of this suite leave an orders and an events table behind.
+CREATE SCHEMA following;
+SET search_path = following, public;
 
 CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), note text);
 INSERT INTO orders (note) VALUES ('before tracking');
 SELECT snowflake_track_changes('orders');
 SELECT tracked, version_column, key_columns, trimmed_below FROM snowflake_tracked_tables;
-SELECT indexdef FROM pg_indexes WHERE tablename = 'orders' ORDER BY indexname;
+SELECT indexdef FROM pg_indexes WHERE schemaname = 'following' AND tablename = 'orders' ORDER BY indexname;
 
 -- Whatever the statement gives, the version comes from the generator, on insert and on update.
 INSERT INTO orders (note, version) VALUES ('one', 5), ('two', 6), ('three', 7);
@@ -96,3 +99,5 @@ SELECT count(*) AS column_kept FROM pg_attribute WHERE attrelid = 'events'::regc
 DROP TABLE events;
 SELECT snowflake_untrack_changes('orders');
 DROP TABLE orders;
+RESET search_path;
+DROP SCHEMA following;
