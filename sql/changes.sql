@@ -4,6 +4,15 @@ CREATE EXTENSION IF NOT EXISTS snowflake;
 -- Tables of their own: other files of this suite leave an orders and an events table behind.
 CREATE SCHEMA following;
 SET search_path = following, public;
+CREATE FUNCTION pg_temp.error_of(statement text) RETURNS text
+LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE statement;
+    RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE || ': ' || SQLERRM;
+END
+$$;
 
 CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), note text);
 INSERT INTO orders (note) VALUES ('before tracking');
@@ -89,6 +98,60 @@ WHERE kind <> 'next' ORDER BY version;
 CREATE TABLE events_3 PARTITION OF events FOR VALUES IN (3);
 INSERT INTO events (region) VALUES (3);
 SELECT count(*) AS stamped_in_a_new_partition FROM events WHERE region = 3 AND changed_at IS NOT NULL;
+
+-- Rows that leave by TRUNCATE, DETACH or DROP of a partition reach readers as deletes, under the
+-- tracked table; rows that enter by ATTACH as rows with new versions.
+CREATE TABLE events_4 PARTITION OF events FOR VALUES IN (4);
+CREATE TABLE events_5 PARTITION OF events FOR VALUES IN (5);
+CREATE TABLE events_6 (LIKE events INCLUDING DEFAULTS);
+INSERT INTO events (region) VALUES (1), (3), (3), (4), (5);
+INSERT INTO events_6 (region, changed_at) VALUES (6, 1), (6, 2);
+SELECT version AS before_moves FROM snowflake_changes(NULL::events, 0, 100) WHERE kind = 'next' \gset
+TRUNCATE events_3;
+ALTER TABLE events DETACH PARTITION events_4;
+DROP TABLE events_5;
+ALTER TABLE events ATTACH PARTITION events_6 FOR VALUES IN (6);
+SELECT kind, (data).region, count(*) FROM snowflake_changes(NULL::events, :before_moves, 100)
+WHERE kind <> 'next' GROUP BY kind, (data).region ORDER BY min(version);
+SELECT count(*) AS tombstones_of_partitions FROM snowflake_tombstones
+WHERE tracked <> 'events'::regclass AND tracked::text LIKE 'events%';
+SELECT count(*) AS attached_rows_stamped FROM events_6 WHERE changed_at > :before_moves;
+-- A truncation of the whole tree, reached through CASCADE, is the root's one event; a
+-- partition reached through CASCADE keeps its rows' tombstones.
+CREATE TABLE regions (region int PRIMARY KEY);
+INSERT INTO regions VALUES (1), (3);
+ALTER TABLE events_1 ADD FOREIGN KEY (region) REFERENCES regions;
+SELECT version AS before_cascade FROM snowflake_changes(NULL::events, 0, 100) WHERE kind = 'next' \gset
+TRUNCATE regions CASCADE;
+SELECT kind, (data).region, count(*) FROM snowflake_changes(NULL::events, :before_cascade, 100)
+WHERE kind <> 'next' GROUP BY kind, (data).region ORDER BY min(version);
+DROP TABLE regions CASCADE;
+DROP TABLE events_4;
+-- A tracked table never becomes a partition, and no partition of one is detached concurrently.
+CREATE TABLE events_7 (LIKE events INCLUDING DEFAULTS, PRIMARY KEY (id, region));
+SELECT snowflake_track_changes('events_7', 'changed_at');
+SELECT pg_temp.error_of($$ALTER TABLE events ATTACH PARTITION events_7 FOR VALUES IN (7)$$);
+SELECT pg_temp.error_of($$ALTER TABLE events DETACH PARTITION events_6 CONCURRENTLY$$);
+-- A dropped tracked table leaves neither its tracking nor its tombstones.
+DELETE FROM events_7;
+INSERT INTO events_7 (region) VALUES (7);
+DELETE FROM events_7;
+DROP TABLE events_7;
+SELECT count(*) AS tracking_of_dropped FROM snowflake_tracked_tables WHERE tracked::text ~ '^[0-9]+$';
+SELECT count(*) AS tombstones_of_dropped FROM snowflake_tombstones WHERE tracked::text ~ '^[0-9]+$';
+
+-- Trimming: tombstones older than keep_tombstones go, never at or above the bound, and a cursor
+-- below what was trimmed is refused.
+SELECT version AS before_trim FROM snowflake_changes(NULL::orders, 0, 1000) WHERE kind = 'next' \gset
+SELECT snowflake_trim_tombstones('orders') AS trimmed_while_young;
+UPDATE snowflake_tracked_tables SET keep_tombstones = '1 microsecond' WHERE tracked = 'orders'::regclass;
+SELECT snowflake_trim_tombstones('orders') > 0 AS trimmed_when_old;
+SELECT trimmed_below >= :before_trim AND trimmed_below <= snowflake_settled_bound() AS trimmed_below_the_bound
+FROM snowflake_tracked_tables WHERE tracked = 'orders'::regclass;
+SELECT regexp_replace(pg_temp.error_of($$SELECT * FROM snowflake_changes(NULL::orders, 0, 10)$$),
+                      '[0-9]{10,}', 'N') AS trimmed_cursor;
+SELECT count(*) AS read_from_the_trim FROM snowflake_changes(NULL::orders,
+    (SELECT trimmed_below FROM snowflake_tracked_tables WHERE tracked = 'orders'::regclass), 10);
 
 -- Untracking removes the triggers and the tombstones; the column and its index stay.
 SELECT snowflake_untrack_changes('events');

@@ -36,6 +36,7 @@ extern "C" {
 
 #include "core/layout.hpp"
 #include "pg/compat.hpp"
+#include "pg/changes/changes.hpp"
 #include "pg/fleet/fleet_guard.hpp"
 #include "pg/fleet/fleet_memory.hpp"
 #include "pg/fleet/fleet_setting.hpp"
@@ -191,11 +192,12 @@ void define_settings() {
 
 }  // namespace
 
-// Settings and the planner hook always exist; shared memory only when preloaded, since only the
-// postmaster can add it.
+// Settings and the planner and utility hooks always exist; shared memory only when preloaded,
+// since only the postmaster can add it.
 void _PG_init(void) {
     define_settings();
     snowflake_install_planner_hook();
+    snowflake_install_changes_hook();
     if (!process_shared_preload_libraries_in_progress) {
         return;
     }

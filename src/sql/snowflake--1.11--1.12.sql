@@ -3,13 +3,17 @@
 -- truncations leave tombstones, and snowflake_changes() reads them below the settled bound.
 \echo Use "ALTER EXTENSION snowflake UPDATE TO '1.12'" to load this file. \quit
 
--- One row per tracked table: its version column, its key, and the version below which its
--- tombstones were trimmed. A role writes only the rows of tables it owns, through the functions
--- below, which run as the caller; pg_dump keeps the rows.
+-- One row per tracked table: its version column, its key, how long its tombstones are kept, and
+-- the version below which they were trimmed. A role writes only the rows of tables it owns,
+-- through the functions below, which run as the caller; it may change keep_tombstones by hand.
+-- Only snowflake_trim_tombstones(), as the extension's owner, moves trimmed_below, which readers
+-- trust. pg_dump keeps the rows.
 CREATE TABLE snowflake_tracked_tables (
     tracked regclass PRIMARY KEY,
     version_column name NOT NULL,
     key_columns name[] NOT NULL,
+    keep_tombstones interval NOT NULL DEFAULT '7 days'
+        CHECK (keep_tombstones > '0' AND keep_tombstones <= '100 years'),
     trimmed_below bigint NOT NULL DEFAULT 0
 );
 SELECT pg_catalog.pg_extension_config_dump('snowflake_tracked_tables', '');
@@ -20,11 +24,14 @@ CREATE POLICY owners_write ON snowflake_tracked_tables
     USING (pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class AS c
                                    WHERE c.oid = tracked), 'USAGE'));
 CREATE POLICY everyone_reads ON snowflake_tracked_tables FOR SELECT USING (true);
-GRANT SELECT, INSERT, UPDATE, DELETE ON snowflake_tracked_tables TO PUBLIC;
+GRANT SELECT, DELETE ON snowflake_tracked_tables TO PUBLIC;
+GRANT INSERT (tracked, version_column, key_columns, keep_tombstones), UPDATE (keep_tombstones)
+    ON snowflake_tracked_tables TO PUBLIC;
 
--- The deletes, old keys and truncations of tracked tables. Only the extension's owner writes
--- here (the C trigger inserts as that owner); a role reads the tombstones of the tables it may
--- read, through snowflake_changes().
+-- The deletes, old keys and truncations of tracked tables, each under the tracked table (the
+-- root of a partitioned one). Only the extension's owner writes here (the C trigger inserts as
+-- that owner); a role reads the tombstones of the tables it may read, through
+-- snowflake_changes().
 CREATE TABLE snowflake_tombstones (
     tracked regclass NOT NULL,
     version bigint NOT NULL,
@@ -37,9 +44,26 @@ COMMENT ON TABLE snowflake_tombstones IS
     'The deletes, old keys and truncations of tracked tables, read through snowflake_changes()';
 ALTER TABLE snowflake_tombstones ENABLE ROW LEVEL SECURITY;
 CREATE POLICY readers_of_the_table ON snowflake_tombstones FOR SELECT
-    USING (EXISTS (SELECT FROM pg_catalog.pg_partition_ancestors(tracked) AS a
-                   WHERE pg_catalog.has_table_privilege(a.relid, 'SELECT')));
+    USING (pg_catalog.has_table_privilege(tracked, 'SELECT'));
 GRANT SELECT ON snowflake_tombstones TO PUBLIC;
+
+-- C: a row that a logical replication worker applies to the two tables above is skipped, so
+-- that a subscriber keeps its own tracking and tombstones; the tombstones its own tracked tables
+-- keep as the worker applies changes are written. It fires only where session_replication_role
+-- is replica, as in those workers. Not for PUBLIC.
+CREATE FUNCTION snowflake_keep_changes_local() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'snowflake_keep_changes_local' LANGUAGE C;
+REVOKE EXECUTE ON FUNCTION snowflake_keep_changes_local() FROM PUBLIC;
+COMMENT ON FUNCTION snowflake_keep_changes_local() IS
+    'Trigger of snowflake_tracked_tables and snowflake_tombstones: skips the rows a logical replication worker applies, except the subscriber''s own tombstones';
+CREATE TRIGGER snowflake_keep_changes_local
+    BEFORE INSERT OR UPDATE OR DELETE ON snowflake_tracked_tables
+    FOR EACH ROW EXECUTE FUNCTION snowflake_keep_changes_local();
+ALTER TABLE snowflake_tracked_tables ENABLE REPLICA TRIGGER snowflake_keep_changes_local;
+CREATE TRIGGER snowflake_keep_changes_local
+    BEFORE INSERT OR UPDATE OR DELETE ON snowflake_tombstones
+    FOR EACH ROW EXECUTE FUNCTION snowflake_keep_changes_local();
+ALTER TABLE snowflake_tombstones ENABLE REPLICA TRIGGER snowflake_keep_changes_local;
 
 -- C: the BEFORE INSERT OR UPDATE row trigger that stamps the version column.
 CREATE FUNCTION snowflake_stamp_version() RETURNS trigger
@@ -53,9 +77,80 @@ CREATE FUNCTION snowflake_keep_tombstone() RETURNS trigger
 COMMENT ON FUNCTION snowflake_keep_tombstone() IS
     'Trigger of a tracked table: keeps the key of a deleted row, the old key of a row whose key changed, or a truncation';
 
+-- A tombstone for each row of a partition that leaves a tracked table by TRUNCATE, DROP or
+-- DETACH, which fire no row trigger. The utility hook (src/pg/changes/partition_moves.cpp) calls
+-- it as the extension's owner, with the partition locked, before the statement runs; it reads
+-- only the key's columns, of built-in types. Not for PUBLIC.
+CREATE FUNCTION snowflake_keep_leaving_rows(leaving regclass)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $leaving$
+DECLARE
+    extension_schema CONSTANT name := (
+        SELECT n.nspname FROM pg_extension AS e JOIN pg_namespace AS n ON n.oid = e.extnamespace
+        WHERE e.extname = 'snowflake');
+    root CONSTANT regclass := pg_partition_root(leaving);
+    keys name[];
+    kept bigint;
+BEGIN
+    EXECUTE format('SELECT t.key_columns FROM %I.snowflake_tracked_tables AS t WHERE t.tracked = $1',
+                   extension_schema)
+        INTO keys USING root;
+    IF keys IS NULL OR root = leaving THEN
+        RETURN 0;
+    END IF;
+    EXECUTE format('INSERT INTO %1$I.snowflake_tombstones (tracked, version, kind, key) '
+                   'SELECT $1, %1$I.snowflake_nextval(), ''d'', jsonb_build_object(%2$s) FROM %3$s AS p',
+                   extension_schema,
+                   (SELECT string_agg(format('%L, p.%I', k, k), ', ') FROM unnest(keys) AS k),
+                   leaving)
+        USING root;
+    GET DIAGNOSTICS kept = ROW_COUNT;
+    RETURN kept;
+END
+$leaving$;
+REVOKE EXECUTE ON FUNCTION snowflake_keep_leaving_rows(regclass) FROM PUBLIC;
+COMMENT ON FUNCTION snowflake_keep_leaving_rows(regclass) IS
+    'Keeps a tombstone for each row of a partition that leaves a tracked table by TRUNCATE, DROP or DETACH; the extension calls it';
+
+-- After any DROP, the tracking and the tombstones of a dropped tracked table go, so that no row
+-- outlives its table and a later table with the same OID is not taken for it. Runs as the
+-- extension's owner, who alone writes tombstones.
+CREATE FUNCTION snowflake_forget_dropped_tracking() RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $dropped$
+DECLARE
+    extension_schema CONSTANT name := (
+        SELECT n.nspname FROM pg_extension AS e JOIN pg_namespace AS n ON n.oid = e.extnamespace
+        WHERE e.extname = 'snowflake');
+    dropped CONSTANT oid[] := ARRAY(SELECT d.objid FROM pg_event_trigger_dropped_objects() AS d
+                                    WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0);
+BEGIN
+    IF cardinality(dropped) = 0 OR extension_schema IS NULL
+       OR to_regclass(format('%I.snowflake_tombstones', extension_schema)) IS NULL
+       OR to_regclass(format('%I.snowflake_tombstones', extension_schema)) = ANY (dropped) THEN
+        RETURN;
+    END IF;
+    EXECUTE format('DELETE FROM %I.snowflake_tombstones AS d WHERE d.tracked::oid = ANY ($1)',
+                   extension_schema) USING dropped;
+    EXECUTE format('DELETE FROM %I.snowflake_tracked_tables AS t WHERE t.tracked::oid = ANY ($1)',
+                   extension_schema) USING dropped;
+END
+$dropped$;
+REVOKE EXECUTE ON FUNCTION snowflake_forget_dropped_tracking() FROM PUBLIC;
+COMMENT ON FUNCTION snowflake_forget_dropped_tracking() IS
+    'Event trigger on sql_drop: removes the tracking and the tombstones of dropped tracked tables';
+CREATE EVENT TRIGGER snowflake_forget_dropped_tracking ON sql_drop
+    EXECUTE FUNCTION snowflake_forget_dropped_tracking();
+COMMENT ON EVENT TRIGGER snowflake_forget_dropped_tracking IS
+    'Removes the tracking and the tombstones of a tracked table when the table is dropped';
+
 -- Makes a table followable by snowflake_changes(). Runs as the caller, who must own the table:
 -- PostgreSQL checks that at each ALTER TABLE, CREATE INDEX and CREATE TRIGGER.
-CREATE FUNCTION snowflake_track_changes(tracked regclass, version_column name DEFAULT 'version')
+CREATE FUNCTION snowflake_track_changes(tracked regclass, version_column name DEFAULT 'version',
+                                        keep_tombstones interval DEFAULT '7 days')
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -70,10 +165,11 @@ DECLARE
     keys name[];
     column_type regtype;
 BEGIN
-    IF tracked IS NULL OR version_column IS NULL THEN
-        RAISE EXCEPTION 'snowflake_track_changes() needs a table and a version column name'
+    IF tracked IS NULL OR version_column IS NULL OR keep_tombstones IS NULL
+       OR keep_tombstones <= '0' OR keep_tombstones > '100 years' THEN
+        RAISE EXCEPTION 'snowflake_track_changes() needs a table, a version column name and a time to keep tombstones from above zero to 100 years'
             USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Call it as SELECT snowflake_track_changes(''orders'').';
+                  HINT = 'Call it as SELECT snowflake_track_changes(''orders''), which keeps tombstones 7 days.';
     END IF;
     kind := (SELECT c.relkind FROM pg_class AS c WHERE c.oid = tracked);
     IF kind NOT IN ('r', 'p') OR (SELECT c.relispartition FROM pg_class AS c WHERE c.oid = tracked) THEN
@@ -146,12 +242,19 @@ BEGIN
     EXECUTE format('CREATE TRIGGER snowflake_keep_truncations AFTER TRUNCATE ON %s '
                    'FOR EACH STATEMENT EXECUTE FUNCTION %I.snowflake_keep_tombstone()',
                    tracked, extension_schema);
-    EXECUTE format('INSERT INTO %I.snowflake_tracked_tables (tracked, version_column, key_columns) '
-                   'VALUES ($1, $2, $3)', extension_schema)
-        USING tracked, version_column, keys;
+    -- Always, so that a logical replication subscriber stamps and keeps the changes it applies
+    -- with versions of its own, which its own bound covers.
+    EXECUTE format('ALTER TABLE %s ENABLE ALWAYS TRIGGER snowflake_stamp_version, '
+                   'ENABLE ALWAYS TRIGGER snowflake_keep_deletes, '
+                   'ENABLE ALWAYS TRIGGER snowflake_keep_old_keys, '
+                   'ENABLE ALWAYS TRIGGER snowflake_keep_truncations', tracked);
+    EXECUTE format('INSERT INTO %I.snowflake_tracked_tables '
+                   '(tracked, version_column, key_columns, keep_tombstones) VALUES ($1, $2, $3, $4)',
+                   extension_schema)
+        USING tracked, version_column, keys, keep_tombstones;
 END
 $track$;
-COMMENT ON FUNCTION snowflake_track_changes(regclass, name) IS
+COMMENT ON FUNCTION snowflake_track_changes(regclass, name, interval) IS
     'Makes a table followable by snowflake_changes(): a version column from the generator on every insert and update, tombstones for deletes, key changes and truncations';
 
 -- Undoes snowflake_track_changes(): the triggers and the tombstones go; the version column and its
@@ -210,13 +313,55 @@ BEGIN
             USING ERRCODE = 'object_in_use',
                   HINT = 'Its owner calls snowflake_untrack_changes(), which forgets its tombstones.';
     END IF;
-    EXECUTE format('DELETE FROM %I.snowflake_tombstones AS d WHERE d.tracked IN '
-                   '(SELECT p.relid FROM pg_catalog.pg_partition_tree($1) AS p UNION SELECT $1)',
+    EXECUTE format('DELETE FROM %I.snowflake_tombstones AS d WHERE d.tracked = $1',
                    extension_schema) USING tracked;
 END
 $forget$;
 COMMENT ON FUNCTION snowflake_forget_tombstones(regclass) IS
     'Removes the tombstones of a table that is no longer tracked';
+
+-- Trims the tombstones of every tracked table (or of one) older than its keep_tombstones, and
+-- never at or above the settled bound: every transaction that drew a version below the bound has
+-- ended, so no tombstone below it can commit after the trim. A reader whose cursor is below what
+-- was trimmed then gets an error from snowflake_changes(). Runs as the extension's owner, who
+-- alone writes tombstones; it removes only what each table's own setting says, so any role may
+-- call it, and a scheduler should (doc/reference.md "Following changes"). Returns how many
+-- tombstones went.
+CREATE FUNCTION snowflake_trim_tombstones(tracked regclass DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $trim$
+DECLARE
+    extension_schema CONSTANT name := (
+        SELECT n.nspname FROM pg_extension AS e JOIN pg_namespace AS n ON n.oid = e.extnamespace
+        WHERE e.extname = 'snowflake');
+    bound bigint;
+    setup record;
+    below bigint;
+    removed bigint;
+    total bigint := 0;
+BEGIN
+    EXECUTE format('SELECT %I.snowflake_settled_bound()', extension_schema) INTO bound;
+    FOR setup IN EXECUTE format('SELECT t.tracked, t.keep_tombstones FROM %I.snowflake_tracked_tables AS t '
+                                'WHERE $1 IS NULL OR t.tracked = $1 ORDER BY t.tracked', extension_schema)
+                 USING tracked LOOP
+        EXECUTE format('SELECT least($1, %1$I.snowflake_min_id(greatest('
+                       'pg_catalog.now() - $2, %1$I.snowflake_timestamp(0))))', extension_schema)
+            INTO below USING bound, setup.keep_tombstones;
+        EXECUTE format('DELETE FROM %I.snowflake_tombstones AS d WHERE d.tracked = $1 AND d.version < $2',
+                       extension_schema) USING setup.tracked, below;
+        GET DIAGNOSTICS removed = ROW_COUNT;
+        EXECUTE format('UPDATE %I.snowflake_tracked_tables AS t SET trimmed_below = $2 '
+                       'WHERE t.tracked = $1 AND t.trimmed_below < $2', extension_schema)
+            USING setup.tracked, below;
+        total := total + removed;
+    END LOOP;
+    RETURN total;
+END
+$trim$;
+COMMENT ON FUNCTION snowflake_trim_tombstones(regclass) IS
+    'Removes the tombstones older than each tracked table''s keep_tombstones, below the settled bound; returns how many went';
 
 -- Every change of a tracked table from after_version on and below the settled bound, in version
 -- order: the latest state of each changed row ('row'), the key of each deleted row that is not
@@ -260,12 +405,6 @@ BEGIN
             USING ERRCODE = 'object_not_in_prerequisite_state',
                   HINT = 'Its owner makes it followable with snowflake_track_changes().';
     END IF;
-    IF after_version < setup.trimmed_below THEN
-        RAISE EXCEPTION 'the changes of % before version % were trimmed, and the cursor % is older', target, setup.trimmed_below, after_version
-            USING ERRCODE = 'object_not_in_prerequisite_state',
-                  DETAIL = 'The deletes among them are gone, so a copy following from this cursor would keep rows that no longer exist.',
-                  HINT = 'Copy the table again (doc/reference.md "Following changes"), then follow it from the bound read before the copy.';
-    END IF;
     EXECUTE format('SELECT %I.snowflake_settled_bound()', extension_schema) INTO bound;
     same_key := (SELECT string_agg(format('t.%1$I = p.%1$I', k), ' AND ')
                  FROM unnest(setup.key_columns) AS k);
@@ -280,9 +419,7 @@ BEGIN
         '    SELECT d.version, CASE d.kind WHEN ''t'' THEN ''truncate'' ELSE ''delete'' END,'
         '           CASE d.kind WHEN ''d'' THEN pg_catalog.jsonb_populate_record(NULL::%2$s, d.key) END'
         '    FROM %3$I.snowflake_tombstones AS d'
-        '    WHERE d.tracked IN (SELECT p.relid FROM pg_catalog.pg_partition_tree(%4$L) AS p'
-        '                        UNION ALL SELECT %4$L)'
-        '      AND d.version >= $1 AND d.version < $2'
+        '    WHERE d.tracked = %4$L AND d.version >= $1 AND d.version < $2'
         '      AND (d.kind = ''t'' OR NOT EXISTS (SELECT FROM %2$s AS t,'
         '           pg_catalog.jsonb_populate_record(NULL::%2$s, d.key) AS p WHERE %5$s))'
         '  ) AS c ORDER BY c.v LIMIT $3)'
@@ -294,6 +431,17 @@ BEGIN
         ') AS ordered ORDER BY last, v',
         setup.version_column, target, extension_schema, target::oid, same_key)
         USING after_version, bound, max_changes;
+    -- Read after the page, in a later snapshot: a trim that committed before the page's snapshot
+    -- is seen here, so a page it emptied is never returned.
+    EXECUTE format('SELECT t.trimmed_below FROM %I.snowflake_tracked_tables AS t '
+                   'WHERE t.tracked = $1', extension_schema)
+        INTO setup.trimmed_below USING target;
+    IF after_version < setup.trimmed_below THEN
+        RAISE EXCEPTION 'the tombstones of % below version % were trimmed, and the cursor % is older', target, setup.trimmed_below, after_version
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'Deletes after the cursor may be gone, so a copy that follows from it could keep rows that no longer exist.',
+                  HINT = 'Copy the table again and follow it from the bound read before the copy (doc/reference.md "Following changes").';
+    END IF;
 END
 $changes$;
 COMMENT ON FUNCTION snowflake_changes(anyelement, bigint, integer) IS

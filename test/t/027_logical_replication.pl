@@ -105,6 +105,30 @@ for my $node ($publisher, $subscriber) {
         'pg_dump of the ' . $node->name . ' holds its own setup');
 }
 
+# A table tracked on both sides (1.12): the subscriber stamps the changes it applies with
+# versions of its own, keeps its own tombstones, and skips the publisher's tracking and
+# tombstones, whose OIDs and versions are the publisher's.
+$_->safe_psql('postgres', q(SELECT snowflake_track_changes('notes')))
+  for $publisher, $subscriber;
+$subscriber->safe_psql('in_binary', q(SELECT snowflake_track_changes('notes')));
+$publisher->safe_psql('postgres', q(
+INSERT INTO notes (body) SELECT 'tracked ' || g FROM generate_series(1, 10) AS g;
+UPDATE notes SET body = 'changed' WHERE body = 'tracked 1';
+DELETE FROM notes WHERE body IN ('tracked 2', 'tracked 3');
+));
+$publisher->wait_for_catchup($_) for 'everything', 'in_binary';
+my $changes = q(SELECT string_agg(kind || ':' || coalesce((data).body, '-'), ',' ORDER BY version)
+    FROM snowflake_changes(NULL::notes, 0, 1000) WHERE kind <> 'next');
+my $from_publisher = $publisher->safe_psql('postgres', $changes);
+is($subscriber->safe_psql('postgres', $changes), $from_publisher,
+    "a subscriber's reader reads the changes it applied, as the publisher's reader does");
+is($subscriber->safe_psql('postgres', q(SELECT count(*) FROM notes AS s WHERE
+    snowflake_machine_id(s.version) <> 2 AND (s.body LIKE 'tracked%' OR s.body = 'changed'))), '0',
+    'the subscriber stamped every applied row with a version of its own');
+is($subscriber->safe_psql('postgres', q(SELECT count(*) FROM snowflake_tombstones
+    WHERE snowflake_machine_id(version) <> 2)), '0',
+    "and kept its own tombstones, none of the publisher's");
+
 # A standby of the publisher: the calls that write refuse, naming the primary.
 $publisher->backup('backup');
 my $standby = PostgreSQL::Test::Cluster->new('standby');

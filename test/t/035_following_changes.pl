@@ -85,12 +85,12 @@ $$;
 # Each transaction of a writer does one of: insert, update, change a key, delete, or insert and
 # roll back to a savepoint; holds its transaction open for up to 40 ms; then commits, or one
 # time in ten rolls back, or one in ten prepares and commits the prepared transaction. One
-# transaction in 500 truncates the table instead, unless :truncating is 0: a TRUNCATE would wait
+# transaction in 200 truncates the table instead, unless :truncating is 0: a TRUNCATE would wait
 # for a prepared transaction that holds the table, and every writer and reader behind it.
 my $writer_script = "$PostgreSQL::Test::Utils::tmp_check/writer_035.sql";
 PostgreSQL::Test::Utils::append_to_file($writer_script, q(\set op random(1, 100)
 \set end random(1, 10)
-\set truncation random(1, 500) * :truncating
+\set truncation random(1, 200) * :truncating
 \if :truncation = 1
 TRUNCATE items;
 \else
@@ -168,18 +168,19 @@ sub follow {
         'postgres', q(SELECT gid FROM pg_prepared_xacts WHERE gid LIKE 'writer%'));
 }
 
-follow(1500, 1);
+follow(600, 1);
+$node->safe_psql('postgres', 'TRUNCATE items');
 # A prepared transaction changes a row and holds every reader at its version across a restart
 # and a crash.
 $node->safe_psql('postgres', q(BEGIN;
 INSERT INTO items (n, note) VALUES (-1, 'held');
 PREPARE TRANSACTION 'held'));
-follow(1000, 0);
+follow(400, 0);
 $node->restart;
-follow(1000, 0);
+follow(400, 0);
 kill9_and_wait($node);
 $node->start;
-follow(1000, 0);
+follow(400, 0);
 $node->safe_psql('postgres', "COMMIT PREPARED 'held'");
 # Its row commits long after later versions were read. The readers by the bound read it; the
 # reader by the versions alone has passed its version and never will.
@@ -194,7 +195,7 @@ is($node->safe_psql('postgres', $held_in_fast), '1',
     'the fast reader read the row of the transaction prepared before a restart and a crash');
 is($node->safe_psql('postgres', $held_in_naive), '0',
     'the reader by the versions alone never reads it');
-follow(1000, 1);
+follow(400, 1);
 
 # Every writer has ended: the readers read until a page is not full and ends at a bound above
 # every version there is.

@@ -1,6 +1,7 @@
 // The tombstones of a tracked table (version 1.12): an AFTER DELETE row trigger, and an AFTER
 // UPDATE one when the key changed, keep the old key with a version from the generator; an AFTER
-// TRUNCATE statement trigger keeps one event for the whole table. They go into
+// TRUNCATE statement trigger keeps one event for the whole table. A partition's tombstones are
+// kept under the tracked table at the root of its tree, so that they outlive the partition. They go into
 // snowflake_tombstones, which no role but the extension's owner may write: the trigger inserts as
 // that owner, in a security-restricted operation (as_owner.hpp), so that a role that may delete
 // rows needs no privilege on it. The key columns must be of built-in types or the snowflake type
@@ -12,15 +13,18 @@ extern "C" {
 
 #include "access/transam.h"
 #include "catalog/namespace.h"
+#include "catalog/partition.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
+#include "replication/logicalworker.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
 PG_FUNCTION_INFO_V1(snowflake_keep_tombstone);
+PG_FUNCTION_INFO_V1(snowflake_keep_changes_local);
 }
 
 #include "pg/as_owner.hpp"
@@ -35,6 +39,11 @@ constexpr char kTruncateKind = 't';
 
 // The most key columns a tombstone keeps; a primary key of more is refused at tracking.
 constexpr int kMaxKeyColumns = 8;
+
+// Set while this backend inserts a tombstone of its own, so that a logical replication worker,
+// whose tracked tables' triggers fire too, keeps its own tombstones and skips its publisher's.
+// An error in between ends the worker, and a backend's next tombstone sets it again.
+bool writing_own_tombstone = false;
 
 // The tombstones table of the extension that owns this trigger function.
 Oid tombstones_table(Oid trigger_function) {
@@ -122,6 +131,15 @@ void key_parameters(const TriggerData *data, Oid *types, Datum *values, char *nu
     }
 }
 
+// The table at the root of the relation's partition tree, or the relation itself: tracking
+// refuses a partition, and a tracked table cannot be attached as one (partition_moves.cpp).
+Oid tracked_root(Oid relation) {
+    if (!get_rel_relispartition(relation)) {
+        return relation;
+    }
+    return llast_oid(get_partition_ancestors(relation));
+}
+
 }  // namespace
 
 // Keeps the tombstone of a deleted row, of a row's old key, or of a truncation.
@@ -138,7 +156,7 @@ Datum snowflake_keep_tombstone(PG_FUNCTION_ARGS) {
     constexpr int kFixed = 3;
     Oid types[kFixed + kMaxKeyColumns] = {OIDOID, INT8OID, CHAROID};
     Datum values[kFixed + kMaxKeyColumns] = {
-        ObjectIdGetDatum(RelationGetRelid(data->tg_relation)),
+        ObjectIdGetDatum(tracked_root(RelationGetRelid(data->tg_relation))),
         Int64GetDatum(snowflake_draw_id()),
         CharGetDatum(truncation ? kTruncateKind : kDeleteKind)};
     char nulls[kFixed + kMaxKeyColumns + 1] = "   ";
@@ -154,7 +172,31 @@ Datum snowflake_keep_tombstone(PG_FUNCTION_ARGS) {
     if (SPI_connect() != SPI_OK_CONNECT) {
         elog(ERROR, "snowflake: SPI_connect failed");
     }
+    writing_own_tombstone = true;
     run_statement_as(step, statement, count, types, values, nulls);
+    writing_own_tombstone = false;
     SPI_finish();
     return PointerGetDatum(nullptr);
+}
+
+// Before a logical replication worker writes a row of snowflake_tracked_tables or
+// snowflake_tombstones: a publisher's row is skipped, since the tracking and the tombstones of a
+// server are its own. Its tables' OIDs and versions mean nothing here, and a regclass sent as a
+// name would land on a table of the same name. The subscriber's own tombstones, which its tracked
+// tables' triggers keep as the worker applies changes, are written.
+Datum snowflake_keep_changes_local(PG_FUNCTION_ARGS) {
+    const auto *data = reinterpret_cast<TriggerData *>(fcinfo->context);
+    if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BEFORE(data->tg_event) ||
+        !TRIGGER_FIRED_FOR_ROW(data->tg_event)) {
+        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+                        errmsg("snowflake_keep_changes_local() is a row trigger before INSERT, "
+                               "UPDATE or DELETE"),
+                        errhint("Leave it on the extension's tables, where the extension put "
+                                "it.")));
+    }
+    if (IsLogicalWorker() && !writing_own_tombstone) {
+        return Datum(0);
+    }
+    return PointerGetDatum(TRIGGER_FIRED_BY_UPDATE(data->tg_event) ? data->tg_newtuple
+                                                                    : data->tg_trigtuple);
 }

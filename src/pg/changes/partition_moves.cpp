@@ -1,0 +1,326 @@
+// Rows that enter or leave a tracked table without a row trigger (version 1.12). A utility hook
+// sees TRUNCATE of a partition (named, or reached through CASCADE), DROP TABLE of a partition and
+// ALTER TABLE ... DETACH PARTITION. Before the statement runs, it takes the locks PostgreSQL
+// would take, in PostgreSQL's order, and keeps a tombstone for each row of the partition. Rows
+// that enter by ATTACH PARTITION are stamped once the attach is done. It refuses DETACH ...
+// CONCURRENTLY of a tracked table's partition, whose second transaction no hook can reach, and
+// ATTACH of a tracked table as a partition, whose tombstones would then belong to another tree.
+// What still reaches no reader is listed in doc/reference.md "Following changes". The
+// error-boundary rules are at the top of module.cpp.
+
+extern "C" {
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/heap.h"
+#include "catalog/indexing.h"
+#include "catalog/namespace.h"
+#include "catalog/partition.h"
+#include "catalog/pg_extension.h"
+#include "catalog/pg_inherits.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/parsenodes.h"
+#include "storage/lmgr.h"
+#include "tcop/utility.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+}
+
+#include "pg/as_owner.hpp"
+#include "pg/changes/changes.hpp"
+
+namespace {
+
+constexpr char kHookName[] = "snowflake's hook of tracked tables";
+
+ProcessUtility_hook_type previous_utility_hook = nullptr;
+
+// The installation in this database: its schema, quoted, and the owner of its tombstones.
+struct Installation {
+    const char *schema;
+    Oid owner;
+};
+
+// The installation, or false where this database has none of version 1.12 or later.
+bool find_installation(Installation *found) {
+    const Oid extension = get_extension_oid("snowflake", true);
+    if (!OidIsValid(extension)) {
+        return false;
+    }
+    Relation extensions = table_open(ExtensionRelationId, AccessShareLock);
+    ScanKeyData key;
+    ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
+                ObjectIdGetDatum(extension));
+    SysScanDesc scan = systable_beginscan(extensions, ExtensionOidIndexId, true, nullptr, 1, &key);
+    const HeapTuple tuple = systable_getnext(scan);
+    const Oid schema = HeapTupleIsValid(tuple)
+                           ? reinterpret_cast<Form_pg_extension>(GETSTRUCT(tuple))->extnamespace
+                           : InvalidOid;
+    systable_endscan(scan);
+    table_close(extensions, AccessShareLock);
+    const Oid tombstones = get_relname_relid("snowflake_tombstones", schema);
+    if (!OidIsValid(tombstones)) {
+        return false;
+    }
+    found->schema = quote_identifier(get_namespace_name(schema));
+    found->owner = owner_of(tombstones);
+    return true;
+}
+
+// The root of a partition's tree, or InvalidOid for a relation that is no partition.
+Oid root_of(Oid relation) {
+    if (!OidIsValid(relation) || !get_rel_relispartition(relation)) {
+        return InvalidOid;
+    }
+    return llast_oid(get_partition_ancestors(relation));
+}
+
+// Runs one statement of the hook with the relation as $1, as the extension's owner; returns the
+// first column of its one row, or nullptr. The caller connected SPI.
+char *run_for(const Installation &installation, const char *what, const char *statement,
+              Oid relation) {
+    const RoleStep step{installation.owner, kHookName, what, true};
+    Oid types[1] = {REGCLASSOID};
+    Datum values[1] = {ObjectIdGetDatum(relation)};
+    if (run_statement_as(step, statement, 1, types, values) != 1) {
+        return nullptr;
+    }
+    return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+}
+
+// Whether the table is tracked.
+bool is_tracked(const Installation &installation, Oid table) {
+    SPI_connect();
+    const bool tracked =
+        run_for(installation, "reading the tracked tables",
+                psprintf("SELECT true FROM %s.snowflake_tracked_tables AS t "
+                         "WHERE t.tracked OPERATOR(pg_catalog.=) $1",
+                         installation.schema),
+                table) != nullptr;
+    SPI_finish();
+    return tracked;
+}
+
+// A tombstone for each row of a partition whose rows leave its tracked tree; nothing where the
+// tree is not tracked. The partition is locked.
+void keep_leaving_rows(const Installation &installation, Oid partition) {
+    SPI_connect();
+    run_for(installation, "keeping a tombstone for each row of a partition that leaves",
+            psprintf("SELECT %s.snowflake_keep_leaving_rows($1)", installation.schema), partition);
+    SPI_finish();
+}
+
+// The same relation under the name once its locks are held, or an error: a rename meanwhile
+// would have the statement act on a relation whose rows this hook did not keep.
+void require_same_relation(const RangeVar *name, Oid locked) {
+    if (RangeVarGetRelid(name, NoLock, true) != locked) {
+        ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+                        errmsg("the table \"%s\" was renamed or dropped while the statement waited "
+                               "for its lock",
+                               name->relname),
+                        errhint("Run the statement again.")));
+    }
+}
+
+// TRUNCATE: the partitions it empties, named or reached through CASCADE, each with the lock
+// TRUNCATE takes; a partition under another emptied one is kept with it.
+void before_truncate(const Installation &installation, const TruncateStmt *statement) {
+    List *emptied = NIL;
+    ListCell *cell;
+    foreach (cell, statement->relations) {
+        const RangeVar *name = lfirst_node(RangeVar, cell);
+        const Oid relation = RangeVarGetRelid(name, NoLock, true);
+        if (!OidIsValid(relation) ||
+            pg_class_aclcheck(relation, GetUserId(), ACL_TRUNCATE) != ACLCHECK_OK) {
+            continue;
+        }
+        LockRelationOid(relation, AccessExclusiveLock);
+        require_same_relation(name, relation);
+        emptied = list_append_unique_oid(emptied, relation);
+        if (name->inh) {
+            emptied = list_concat_unique_oid(
+                emptied, find_all_inheritors(relation, AccessExclusiveLock, nullptr));
+        }
+    }
+    while (statement->behavior == DROP_CASCADE) {
+        List *referencing = list_difference_oid(heap_truncate_find_FKs(emptied), emptied);
+        if (referencing == NIL) {
+            break;
+        }
+        foreach (cell, referencing) {
+            LockRelationOid(lfirst_oid(cell), AccessExclusiveLock);
+        }
+        emptied = list_concat(emptied, referencing);
+    }
+    foreach (cell, emptied) {
+        const Oid relation = lfirst_oid(cell);
+        if (!OidIsValid(root_of(relation)) ||
+            list_member_oid(emptied, get_partition_parent(relation, false))) {
+            continue;
+        }
+        keep_leaving_rows(installation, relation);
+    }
+}
+
+// DROP TABLE: each partition it drops, locked after its parent, as DROP locks them.
+void before_drop(const Installation &installation, const DropStmt *statement) {
+    ListCell *cell;
+    foreach (cell, statement->objects) {
+        const RangeVar *name = makeRangeVarFromNameList(static_cast<List *>(lfirst(cell)));
+        const Oid relation = RangeVarGetRelid(name, NoLock, true);
+        if (!OidIsValid(root_of(relation)) ||
+            !has_privs_of_role(GetUserId(), owner_of(relation))) {
+            continue;
+        }
+        LockRelationOid(get_partition_parent(relation, false), AccessExclusiveLock);
+        LockRelationOid(relation, AccessExclusiveLock);
+        require_same_relation(name, relation);
+        keep_leaving_rows(installation, relation);
+    }
+}
+
+// ALTER TABLE ... DETACH PARTITION and ATTACH PARTITION: the detached partition's rows are kept
+// as tombstones; the partitions to stamp after an attach are returned.
+List *before_alter(const Installation &installation, const AlterTableStmt *statement) {
+    List *attached = NIL;
+    ListCell *cell;
+    foreach (cell, statement->cmds) {
+        const AlterTableCmd *command = lfirst_node(AlterTableCmd, cell);
+        if (command->subtype != AT_AttachPartition && command->subtype != AT_DetachPartition) {
+            continue;
+        }
+        const auto *partition_command = castNode(PartitionCmd, command->def);
+        const Oid parent = RangeVarGetRelid(statement->relation, NoLock, true);
+        const Oid partition = RangeVarGetRelid(partition_command->name, NoLock, true);
+        if (!OidIsValid(parent) || !OidIsValid(partition)) {
+            continue;
+        }
+        const Oid root = OidIsValid(root_of(parent)) ? root_of(parent) : parent;
+        if (command->subtype == AT_AttachPartition) {
+            if (is_tracked(installation, partition)) {
+                ereport(ERROR,
+                        (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                         errmsg("%s is tracked, and a tracked table cannot become a partition",
+                                get_rel_name(partition)),
+                         errdetail("Its readers follow it by its own versions and tombstones."),
+                         errhint("Call snowflake_untrack_changes() for it first; rows attached "
+                                 "to a tracked table reach its readers as new versions.")));
+            }
+            if (is_tracked(installation, root)) {
+                attached = lappend_oid(attached, partition);
+            }
+            continue;
+        }
+        if (!is_tracked(installation, root)) {
+            continue;
+        }
+        if (partition_command->concurrent) {
+            ereport(ERROR,
+                    (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                     errmsg("DETACH PARTITION CONCURRENTLY is not supported on the tracked table "
+                            "%s",
+                            get_rel_name(root)),
+                     errdetail("Its rows must reach the table's readers as deletes, which its "
+                               "second transaction cannot keep."),
+                     errhint("Detach it without CONCURRENTLY.")));
+        }
+        if (!has_privs_of_role(GetUserId(), owner_of(parent))) {
+            continue;
+        }
+        LockRelationOid(parent, AccessExclusiveLock);
+        LockRelationOid(partition, AccessExclusiveLock);
+        require_same_relation(statement->relation, parent);
+        require_same_relation(partition_command->name, partition);
+        keep_leaving_rows(installation, partition);
+    }
+    return attached;
+}
+
+// After an attach: every row of the partition gets a version, by an update that the stamp
+// trigger, cloned onto it by the attach, turns into one. Run as the partition's owner, whose
+// triggers it fires.
+void stamp_attached(const Installation &installation, Oid partition) {
+    SPI_connect();
+    const char *column =
+        run_for(installation, "reading the version column",
+                psprintf("SELECT t.version_column::text FROM %s.snowflake_tracked_tables AS t "
+                         "WHERE t.tracked OPERATOR(pg_catalog.=) $1",
+                         installation.schema),
+                llast_oid(get_partition_ancestors(partition)));
+    if (column != nullptr) {
+        const RoleStep step{owner_of(partition), kHookName,
+                            "stamping the rows of an attached partition", true};
+        run_statement_as(step, psprintf("UPDATE %s SET %s = NULL",
+                                        quote_qualified_identifier(
+                                            get_namespace_name(get_rel_namespace(partition)),
+                                            get_rel_name(partition)),
+                                        quote_identifier(column)));
+    }
+    SPI_finish();
+}
+
+// Whether the statement is one the hook looks into, before any catalog is read.
+bool concerns_partitions(const Node *tree) {
+    if (IsA(tree, TruncateStmt)) {
+        return true;
+    }
+    if (IsA(tree, DropStmt)) {
+        return castNode(DropStmt, tree)->removeType == OBJECT_TABLE;
+    }
+    if (IsA(tree, AlterTableStmt)) {
+        ListCell *cell;
+        foreach (cell, castNode(AlterTableStmt, tree)->cmds) {
+            const AlterTableCmd *command = lfirst_node(AlterTableCmd, cell);
+            if (command->subtype == AT_AttachPartition || command->subtype == AT_DetachPartition) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+// The hook: the work before the statement, the statement, the stamps after it.
+void track_partition_moves(PlannedStmt *planned, const char *query, bool read_only_tree,
+                           ProcessUtilityContext context, ParamListInfo parameters,
+                           QueryEnvironment *environment, DestReceiver *destination,
+                           QueryCompletion *completion) {
+    const Node *tree = planned->utilityStmt;
+    List *attached = NIL;
+    Installation installation;
+    const bool look = concerns_partitions(tree) && IsTransactionState() &&
+                      find_installation(&installation);
+    if (look && IsA(tree, TruncateStmt)) {
+        before_truncate(installation, castNode(TruncateStmt, tree));
+    } else if (look && IsA(tree, DropStmt)) {
+        before_drop(installation, castNode(DropStmt, tree));
+    } else if (look) {
+        attached = before_alter(installation, castNode(AlterTableStmt, tree));
+    }
+    if (previous_utility_hook != nullptr) {
+        previous_utility_hook(planned, query, read_only_tree, context, parameters, environment,
+                              destination, completion);
+    } else {
+        standard_ProcessUtility(planned, query, read_only_tree, context, parameters, environment,
+                                destination, completion);
+    }
+    ListCell *cell;
+    foreach (cell, attached) {
+        stamp_attached(installation, lfirst_oid(cell));
+    }
+}
+
+}  // namespace
+
+// Installed by _PG_init in every backend that loads the library.
+void snowflake_install_changes_hook() {
+    previous_utility_hook = ProcessUtility_hook;
+    ProcessUtility_hook = track_partition_moves;
+}
