@@ -268,7 +268,7 @@ void stamp_attached(const Installation &installation, Oid partition) {
 }
 
 // Whether the statement is one the hook looks into, before any catalog is read.
-bool concerns_partitions(const Node *tree) {
+bool concerns_partitions(Node *tree) {
     if (IsA(tree, TruncateStmt)) {
         return true;
     }
@@ -292,7 +292,7 @@ void track_partition_moves(PlannedStmt *planned, const char *query, bool read_on
                            ProcessUtilityContext context, ParamListInfo parameters,
                            QueryEnvironment *environment, DestReceiver *destination,
                            QueryCompletion *completion) {
-    const Node *tree = planned->utilityStmt;
+    Node *tree = planned->utilityStmt;
     List *attached = NIL;
     Installation installation;
     const bool look = concerns_partitions(tree) && IsTransactionState() &&

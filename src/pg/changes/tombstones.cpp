@@ -176,7 +176,7 @@ Datum snowflake_keep_tombstone(PG_FUNCTION_ARGS) {
     run_statement_as(step, statement, count, types, values, nulls);
     writing_own_tombstone = false;
     SPI_finish();
-    return PointerGetDatum(nullptr);
+    return Datum(0);
 }
 
 // Before a logical replication worker writes a row of snowflake_tracked_tables or
