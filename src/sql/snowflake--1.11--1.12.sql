@@ -367,8 +367,11 @@ COMMENT ON FUNCTION snowflake_trim_tombstones(regclass) IS
 -- order: the latest state of each changed row ('row'), the key of each deleted row that is not
 -- there again ('delete', the other columns NULL), each truncation ('truncate', no row), then one
 -- last row ('next') whose version is the cursor to pass next. It reads the bound before the query
--- takes its snapshot, as snowflake_settled_rows() does, so no change below it is ever missed.
-CREATE FUNCTION snowflake_changes(table_row anyelement, after_version bigint, max_changes integer)
+-- takes its snapshot, as snowflake_settled_rows() does, so no change below it is ever missed. On
+-- a standby, where the bound refuses, settled_below is the primary's bound, read with
+-- snowflake_settled_bound_lsn() and passed once the standby has replayed past its position.
+CREATE FUNCTION snowflake_changes(table_row anyelement, after_version bigint, max_changes integer,
+                                  settled_below bigint DEFAULT NULL)
 RETURNS TABLE (version bigint, kind text, data anyelement)
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -405,7 +408,12 @@ BEGIN
             USING ERRCODE = 'object_not_in_prerequisite_state',
                   HINT = 'Its owner makes it followable with snowflake_track_changes().';
     END IF;
-    EXECUTE format('SELECT %I.snowflake_settled_bound()', extension_schema) INTO bound;
+    -- On a standby the bound is the primary's, passed in once replay has passed its position.
+    IF settled_below IS NULL THEN
+        EXECUTE format('SELECT %I.snowflake_settled_bound()', extension_schema) INTO bound;
+    ELSE
+        bound := settled_below;
+    END IF;
     same_key := (SELECT string_agg(format('t.%1$I = p.%1$I', k), ' AND ')
                  FROM unnest(setup.key_columns) AS k);
     -- A full page's cursor is its last version plus one; a page that is not full has read
@@ -444,5 +452,5 @@ BEGIN
     END IF;
 END
 $changes$;
-COMMENT ON FUNCTION snowflake_changes(anyelement, bigint, integer) IS
+COMMENT ON FUNCTION snowflake_changes(anyelement, bigint, integer, bigint) IS
     'The changes of a tracked table from after_version on, below the settled bound, in version order, then the cursor to pass next';

@@ -16,7 +16,8 @@ my $primary = snowflake_node('primary', datacenter_id => 7, machine_id => 1, all
 $primary->append_conf('postgresql.conf', "max_prepared_transactions = 4\nfsync = on\n");
 $primary->start;
 $primary->safe_psql('postgres', q(CREATE EXTENSION snowflake;
-CREATE TABLE events (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), writer integer NOT NULL)));
+CREATE TABLE events (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), writer integer NOT NULL);
+SELECT snowflake_track_changes('events')));
 $primary->backup('base');
 my $standby = PostgreSQL::Test::Cluster->new('standby');
 $standby->init_from_backup($primary, 'base', has_streaming => 1);
@@ -74,6 +75,19 @@ is(scalar(@committed), 1000, 'the writers committed 1,000 rows');
 is(scalar(grep { !$read{$_} } @committed), 0, 'the reader on the standby read every one');
 is($read_twice, 0, 'and none twice');
 
+# The changes of the table (1.12) by the same recipe, after updates and deletes: the standby's
+# pages below the primary's bound hold what the primary's own pages hold.
+$primary->safe_psql('postgres', q(UPDATE events SET writer = writer + 10 WHERE id % 3 = 0;
+DELETE FROM events WHERE id % 3 = 1));
+($bound, $lsn) = split /\|/,
+  $primary->safe_psql('postgres', 'SELECT bound, lsn FROM snowflake_settled_bound_lsn()');
+$standby->poll_query_until('postgres', "SELECT pg_last_wal_replay_lsn() >= '$lsn'")
+  or die "the standby did not replay past $lsn";
+my $changes = "SELECT string_agg(version || kind || coalesce((data).writer, 0), ',' ORDER BY version)
+    FROM snowflake_changes(NULL::events, 0, 100000, settled_below => $bound) WHERE kind <> 'next'";
+is($standby->safe_psql('postgres', $changes), $primary->safe_psql('postgres', $changes),
+    'a reader of the changes on the standby reads what the primary holds below its bound');
+
 # A transaction prepared on the primary holds the promoted standby's bound back. Before it, more
 # prepared transactions than there are entries, each committed: the standby's replay removes the
 # files of those that ended, and keeps only the one still prepared.
@@ -108,7 +122,8 @@ cmp_ok($standby->safe_psql('postgres', 'SELECT snowflake_settled_bound()'), '>',
 my $other = snowflake_node('other', datacenter_id => 7, machine_id => 2);
 $other->start;
 $other->safe_psql('postgres', q(CREATE EXTENSION snowflake;
-CREATE TABLE events (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), writer integer NOT NULL)));
+CREATE TABLE events (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), writer integer NOT NULL);
+SELECT snowflake_track_changes('events')));
 # Without prepared transactions (the default), a PREPARE after an id fails with PostgreSQL's own
 # error, which says what to set.
 my ($prepare_status, $prepare_out, $prepare_err) = $other->psql('postgres', q(BEGIN;
