@@ -1,7 +1,8 @@
 // The PostgreSQL JDBC driver and Snowflake ids: bigint is a Java long, exact, and so is the
 // snowflake type, whose OID the driver does not know, through getLong, getString and
-// getGeneratedKeys. Connects to the URL given as the first argument as PGUSER with PGPASSWORD;
-// exits non-zero on the first mismatch.
+// getGeneratedKeys. A tracked table (1.12) is followed too, into a map keyed by long ids. Connects
+// to the URL given as the first argument as PGUSER with PGPASSWORD; exits non-zero on the first
+// mismatch.
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.PreparedStatement;
@@ -9,12 +10,15 @@ import java.sql.ResultSet;
 import java.sql.Statement;
 import java.sql.Types;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 
 public class Ids {
     private static final int ROWS = 1000;
     private static final long EPOCH_MS = 1288834974657L;
+    private static final int PAGE = 3;
 
     // Fails the run with a message, whatever -ea says.
     private static void check(boolean condition, String message) {
@@ -72,6 +76,7 @@ public class Ids {
             System.out.println("PostgreSQL JDBC " + connection.getMetaData().getDriverVersion()
                     + ": " + ids.size() + " ids exact as long");
             checkSnowflakeType(connection);
+            followChanges(connection);
         }
     }
 
@@ -188,6 +193,97 @@ public class Ids {
                         "max(id) is of the type");
                 exactId(row, 1, row.getString(2), "max(id)");
             }
+        }
+    }
+
+    // A copy of a tracked table by id, kept as an application keeps it: from pages of changes.
+    private static final class Follower {
+        final Map<Long, String> copy = new HashMap<>();
+        long cursor = 0;
+        int changes = 0;
+
+        // Applies pages until one is not full (nothing below the settled bound is left) and the
+        // cursor is past `past`.
+        void catchUp(PreparedStatement page, long past) throws Exception {
+            int read;
+            do {
+                page.setLong(1, cursor);
+                read = 0;
+                try (ResultSet rows = page.executeQuery()) {
+                    while (rows.next()) {
+                        read++;
+                        long id = rows.getLong("id");
+                        switch (rows.getString("kind")) {
+                            case "row" -> copy.put(id, rows.getString("note"));
+                            case "delete" -> copy.remove(id);
+                            case "truncate" -> copy.clear();
+                            default -> cursor = rows.getLong("version");
+                        }
+                    }
+                }
+                changes += read - 1;
+            } while (read - 1 == PAGE || cursor <= past);
+        }
+    }
+
+    // Following changes (1.12): while two other connections write, one of them in a transaction
+    // left open (holding the settled bound) as later ones commit, the changes applied to a map by
+    // id (a long, exact) must rebuild the table, deletes, a key change and a TRUNCATE included.
+    private static void followChanges(Connection reader) throws Exception {
+        String url = reader.getMetaData().getURL();
+        Follower follower = new Follower();
+        try (Connection writerConnection = DriverManager.getConnection(
+                     url, System.getenv("PGUSER"), System.getenv("PGPASSWORD"));
+                Connection holderConnection = DriverManager.getConnection(
+                        url, System.getenv("PGUSER"), System.getenv("PGPASSWORD"));
+                Statement statement = reader.createStatement();
+                Statement writer = writerConnection.createStatement();
+                Statement holder = holderConnection.createStatement();
+                PreparedStatement page = reader.prepareStatement(
+                        "SELECT version, kind, (data).id, (data).note "
+                        + "FROM snowflake_changes(NULL::follow_java, ?, " + PAGE + ")")) {
+            statement.execute("DROP TABLE IF EXISTS follow_java");
+            statement.execute("CREATE TABLE follow_java (id bigint PRIMARY KEY DEFAULT "
+                    + "snowflake_nextval(), note text)");
+            statement.execute("SELECT snowflake_track_changes('follow_java')");
+            writer.execute("INSERT INTO follow_java (note) "
+                    + "SELECT 'first ' || g FROM generate_series(1, 7) g");
+            follower.catchUp(page, -1);
+            holderConnection.setAutoCommit(false);
+            holder.execute("INSERT INTO follow_java (note) VALUES ('held open')");
+            writer.execute("UPDATE follow_java SET note = note || ' edited' "
+                    + "WHERE note IN ('first 1', 'first 4')");
+            writer.execute(
+                    "UPDATE follow_java SET id = snowflake_nextval() WHERE note = 'first 2'");
+            writer.execute("DELETE FROM follow_java WHERE note IN ('first 3', 'first 5')");
+            follower.catchUp(page, -1);
+            holderConnection.commit();
+            follower.catchUp(page, -1);
+            writer.execute("TRUNCATE follow_java");
+            writer.execute("INSERT INTO follow_java (note) "
+                    + "SELECT 'second ' || g FROM generate_series(1, 6) g");
+            follower.catchUp(page, -1);
+            writer.execute(
+                    "UPDATE follow_java SET note = 'second 1 edited' WHERE note = 'second 1'");
+            writer.execute(
+                    "UPDATE follow_java SET id = snowflake_nextval() WHERE note = 'second 2'");
+            writer.execute("DELETE FROM follow_java WHERE note IN ('second 3', 'second 4')");
+            try (ResultSet last = statement.executeQuery("SELECT max(version) FROM ("
+                    + "SELECT version FROM follow_java UNION ALL SELECT version FROM "
+                    + "snowflake_tombstones WHERE tracked = 'follow_java'::regclass) AS changes")) {
+                check(last.next(), "the last version is read");
+                follower.catchUp(page, last.getLong(1));
+            }
+            Map<Long, String> table = new HashMap<>();
+            try (ResultSet rows = statement.executeQuery("SELECT id, note FROM follow_java")) {
+                while (rows.next()) {
+                    table.put(rows.getLong(1), rows.getString(2));
+                }
+            }
+            check(follower.copy.equals(table), "the copy built from the changes equals the table: "
+                    + follower.copy + " != " + table);
+            System.out.println("PostgreSQL JDBC: followed " + follower.changes
+                    + " changes, copy equals the table (" + table.size() + " rows)");
         }
     }
 }

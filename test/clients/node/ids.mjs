@@ -1,13 +1,15 @@
 // node-postgres and Snowflake ids: the default parser returns them as exact strings, a BigInt
 // parser as exact BigInts, and JSON keeps them exact only as strings; a JavaScript Number cannot
 // hold them. The snowflake type, whose OID pg-types does not know, arrives as a string, and
-// PostgreSQL's JSON functions write it as one. Connects with the PG* environment variables; exits
-// non-zero on the first mismatch.
+// PostgreSQL's JSON functions write it as one. A tracked table (1.12) is followed too, into a Map
+// keyed by BigInt ids. Connects with the PG* environment variables; exits non-zero on the first
+// mismatch.
 import assert from 'node:assert/strict';
 import pg from 'pg';
 
 const ROWS = 1000;
 const EPOCH_MS = 1288834974657n;
+const PAGE = 3;
 
 // The fields of an id, computed here with BigInt, to compare with snowflake_decode().
 function decodeLocally(id) {
@@ -49,7 +51,8 @@ async function roundTrip(client, table) {
 
 const client = new pg.Client();
 await client.connect();
-await client.query('DROP TABLE IF EXISTS node_default_ids, node_bigint_ids, node_typed_ids');
+await client.query(
+  'DROP TABLE IF EXISTS node_default_ids, node_bigint_ids, node_typed_ids, follow_node');
 
 // The default: bigint arrives as a string, exact.
 const strings = await roundTrip(client, 'node_default_ids');
@@ -193,6 +196,75 @@ console.log(`node-postgres: snowflake type (OID ${snowflakeOid}) arrives as ${ty
   `exact strings; row_to_json, json_agg and jsonb keep them exact while the bigint beside them ` +
   `is rounded (${rounded.changed} of ${typedIds.length} changed, ${rounded.another} into another ` +
   `row's id); ANY($1) of the 1,001 finds ${found.rows.length}`);
+
+// Applies pages of changes to the copy, as an application follows a tracked table, until a page
+// is not full (nothing below the settled bound is left) and the cursor is past `past`.
+async function catchUp(client, follower, past = -1n) {
+  for (;;) {
+    const { rows } = await client.query(`SELECT version, kind, (data).id, (data).note
+        FROM snowflake_changes(NULL::${follower.table}, $1, ${PAGE})`, [follower.cursor]);
+    for (const { version, kind, id, note } of rows) {
+      if (kind === 'row') {
+        follower.copy.set(id, note);
+      } else if (kind === 'delete') {
+        follower.copy.delete(id);
+      } else if (kind === 'truncate') {
+        follower.copy.clear();
+      } else {
+        follower.cursor = version;
+      }
+    }
+    follower.changes += rows.length - 1;
+    if (rows.length - 1 < PAGE && follower.cursor > past) {
+      return;
+    }
+  }
+}
+
+// Following changes (1.12): while two other connections write, one of them in a transaction left
+// open (holding the settled bound) as later ones commit, the changes applied to a Map by id (a
+// BigInt, exact) must rebuild the table, deletes, a key change and a TRUNCATE included.
+async function followChanges(reader) {
+  const follower = { table: 'follow_node', copy: new Map(), cursor: 0n, changes: 0 };
+  await reader.query(`CREATE TABLE follow_node (
+      id bigint PRIMARY KEY DEFAULT snowflake_nextval(), note text)`);
+  await reader.query(`SELECT snowflake_track_changes('follow_node')`);
+  const writer = new pg.Client();
+  const holder = new pg.Client();
+  await writer.connect();
+  await holder.connect();
+  await writer.query(
+    `INSERT INTO follow_node (note) SELECT 'first ' || g FROM generate_series(1, 7) g`);
+  await catchUp(reader, follower);
+  await holder.query('BEGIN');
+  await holder.query(`INSERT INTO follow_node (note) VALUES ('held open')`);
+  await writer.query(
+    `UPDATE follow_node SET note = note || ' edited' WHERE note IN ('first 1', 'first 4')`);
+  await writer.query(`UPDATE follow_node SET id = snowflake_nextval() WHERE note = 'first 2'`);
+  await writer.query(`DELETE FROM follow_node WHERE note IN ('first 3', 'first 5')`);
+  await catchUp(reader, follower);
+  await holder.query('COMMIT');
+  await catchUp(reader, follower);
+  await writer.query('TRUNCATE follow_node');
+  await writer.query(
+    `INSERT INTO follow_node (note) SELECT 'second ' || g FROM generate_series(1, 6) g`);
+  await catchUp(reader, follower);
+  await writer.query(`UPDATE follow_node SET note = 'second 1 edited' WHERE note = 'second 1'`);
+  await writer.query(`UPDATE follow_node SET id = snowflake_nextval() WHERE note = 'second 2'`);
+  await writer.query(`DELETE FROM follow_node WHERE note IN ('second 3', 'second 4')`);
+  await writer.end();
+  await holder.end();
+  const { rows: [{ last }] } = await reader.query(`SELECT max(version) AS last FROM (
+      SELECT version FROM follow_node UNION ALL SELECT version FROM snowflake_tombstones
+      WHERE tracked = 'follow_node'::regclass) AS changes`);
+  await catchUp(reader, follower, last);
+  const { rows } = await reader.query('SELECT id, note FROM follow_node');
+  assert.deepEqual(follower.copy, new Map(rows.map((row) => [row.id, row.note])),
+    'the copy built from the changes equals the table');
+  console.log(`node-postgres: followed ${follower.changes} changes, copy equals the table ` +
+    `(${rows.length} rows)`);
+}
+await followChanges(client);
 
 // The traps: with a BigInt parser count(*) is a BigInt too, which JSON.stringify refuses; with
 // pg.defaults.parseInt8 = true every bigint is a Number, rounded, while the type stays a string.

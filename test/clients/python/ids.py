@@ -1,8 +1,8 @@
 """psycopg 3 and Snowflake ids: bigint arrives as a Python int, which is exact at any size.
 
 The snowflake type, whose OID psycopg does not know, arrives as a str unless an int loader is
-registered for it. Connects with the PG* environment variables; exits non-zero on the first
-mismatch.
+registered for it. A tracked table (1.12) is followed too, into a dict keyed by int ids. Connects
+with the PG* environment variables; exits non-zero on the first mismatch.
 """
 import json
 
@@ -12,6 +12,7 @@ from psycopg.types.numeric import IntLoader
 
 ROWS = 1000
 EPOCH_MS = 1288834974657
+PAGE = 3
 
 
 def decode_locally(snowflake_id):
@@ -56,6 +57,7 @@ def main():
         assert json.loads(exact)["id"] == str(ids[0]), "id::text in JSON stays exact"
     print(f"psycopg {psycopg.__version__}: {len(ids)} ids exact as int")
     check_snowflake_type()
+    follow_changes()
 
 
 def check_snowflake_type():
@@ -106,6 +108,77 @@ def check_snowflake_type():
         assert found == ROWS + 1, "the ints sent back find each row"
     print(f"psycopg {psycopg.__version__}: snowflake type, {len(ids)} ids exact as str by default,"
           " as int with IntLoader registered for its OID")
+
+
+class Follower:
+    """A copy of a tracked table by id, kept as an application keeps it: from pages of changes."""
+
+    def __init__(self, connection, table):
+        self.connection, self.table = connection, table
+        self.copy, self.cursor, self.changes = {}, 0, 0
+
+    def catch_up(self, past=-1):
+        """Applies pages until one is not full (nothing below the settled bound is left) and the
+        cursor is past `past`."""
+        while True:
+            page = self.connection.execute(
+                f"SELECT version, kind, (data).id, (data).note"
+                f" FROM snowflake_changes(NULL::{self.table}, %s, {PAGE})",
+                (self.cursor,)).fetchall()
+            for version, kind, row_id, note in page:
+                if kind == "row":
+                    self.copy[row_id] = note
+                elif kind == "delete":
+                    self.copy.pop(row_id, None)
+                elif kind == "truncate":
+                    self.copy.clear()
+                else:
+                    self.cursor = version
+            self.changes += len(page) - 1
+            if len(page) - 1 < PAGE and self.cursor > past:
+                return
+
+
+def follow_changes():
+    """Following changes (1.12): while two other connections write, one of them in a transaction
+    left open (holding the settled bound) as later ones commit, the changes applied to a dict by
+    id must rebuild the table, deletes, a key change and a TRUNCATE included."""
+    with psycopg.connect(autocommit=True) as reader, psycopg.connect(autocommit=True) as writer, \
+            psycopg.connect(autocommit=True) as holder:
+        reader.execute("DROP TABLE IF EXISTS follow_python")
+        reader.execute("CREATE TABLE follow_python (id bigint PRIMARY KEY"
+                       " DEFAULT snowflake_nextval(), note text)")
+        reader.execute("SELECT snowflake_track_changes('follow_python')")
+        follower = Follower(reader, "follow_python")
+        writer.execute("INSERT INTO follow_python (note)"
+                       " SELECT 'first ' || g FROM generate_series(1, 7) g")
+        follower.catch_up()
+        with holder.transaction():
+            holder.execute("INSERT INTO follow_python (note) VALUES ('held open')")
+            writer.execute("UPDATE follow_python SET note = note || ' edited'"
+                           " WHERE note IN ('first 1', 'first 4')")
+            writer.execute(
+                "UPDATE follow_python SET id = snowflake_nextval() WHERE note = 'first 2'")
+            writer.execute("DELETE FROM follow_python WHERE note IN ('first 3', 'first 5')")
+            follower.catch_up()
+        follower.catch_up()
+        writer.execute("TRUNCATE follow_python")
+        writer.execute("INSERT INTO follow_python (note)"
+                       " SELECT 'second ' || g FROM generate_series(1, 6) g")
+        follower.catch_up()
+        writer.execute("UPDATE follow_python SET note = 'second 1 edited' WHERE note = 'second 1'")
+        writer.execute("UPDATE follow_python SET id = snowflake_nextval() WHERE note = 'second 2'")
+        writer.execute("DELETE FROM follow_python WHERE note IN ('second 3', 'second 4')")
+        last = reader.execute(
+            "SELECT max(version) FROM (SELECT version FROM follow_python UNION ALL"
+            " SELECT version FROM snowflake_tombstones WHERE tracked = 'follow_python'::regclass)"
+            " AS changes").fetchone()[0]
+        follower.catch_up(last)
+        table = dict(reader.execute("SELECT id, note FROM follow_python").fetchall())
+        assert follower.copy == table, \
+            f"the copy built from the changes equals the table: {follower.copy} != {table}"
+    print(f"psycopg {psycopg.__version__}: followed {follower.changes} changes, copy equals the"
+          f" table ({len(table)} rows)")
 
 
 if __name__ == "__main__":
