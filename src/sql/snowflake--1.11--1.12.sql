@@ -417,19 +417,21 @@ BEGIN
     same_key := (SELECT string_agg(format('t.%1$I = p.%1$I', k), ' AND ')
                  FROM unnest(setup.key_columns) AS k);
     -- A full page's cursor is its last version plus one; a page that is not full has read
-    -- everything below the bound, so a quiet table's cursor moves up to the bound.
+    -- everything below the bound, so a quiet table's cursor moves up to the bound. Each side is
+    -- ordered and cut on its own, so that the planner reads the version index, not every row.
     RETURN QUERY EXECUTE format(
         'WITH page AS ('
         '  SELECT c.v, c.k, c.r FROM ('
-        '    SELECT t.%1$I AS v, ''row'' AS k, t AS r FROM %2$s AS t'
-        '    WHERE t.%1$I >= $1 AND t.%1$I < $2'
+        '    (SELECT t.%1$I AS v, ''row'' AS k, t AS r FROM %2$s AS t'
+        '     WHERE t.%1$I >= $1 AND t.%1$I < $2 ORDER BY t.%1$I LIMIT $3)'
         '    UNION ALL'
-        '    SELECT d.version, CASE d.kind WHEN ''t'' THEN ''truncate'' ELSE ''delete'' END,'
-        '           CASE d.kind WHEN ''d'' THEN pg_catalog.jsonb_populate_record(NULL::%2$s, d.key) END'
-        '    FROM %3$I.snowflake_tombstones AS d'
-        '    WHERE d.tracked = %4$L AND d.version >= $1 AND d.version < $2'
-        '      AND (d.kind = ''t'' OR NOT EXISTS (SELECT FROM %2$s AS t,'
-        '           pg_catalog.jsonb_populate_record(NULL::%2$s, d.key) AS p WHERE %5$s))'
+        '    (SELECT d.version, CASE d.kind WHEN ''t'' THEN ''truncate'' ELSE ''delete'' END,'
+        '            CASE d.kind WHEN ''d'' THEN pg_catalog.jsonb_populate_record(NULL::%2$s, d.key) END'
+        '     FROM %3$I.snowflake_tombstones AS d'
+        '     WHERE d.tracked = %4$L AND d.version >= $1 AND d.version < $2'
+        '       AND (d.kind = ''t'' OR NOT EXISTS (SELECT FROM %2$s AS t,'
+        '            pg_catalog.jsonb_populate_record(NULL::%2$s, d.key) AS p WHERE %5$s))'
+        '     ORDER BY d.version LIMIT $3)'
         '  ) AS c ORDER BY c.v LIMIT $3)'
         'SELECT v, k, r FROM ('
         '  SELECT false AS last, v, k, r FROM page'
