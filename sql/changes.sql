@@ -140,6 +140,22 @@ DROP TABLE events_7;
 SELECT count(*) AS tracking_of_dropped FROM snowflake_tracked_tables WHERE tracked::text ~ '^[0-9]+$';
 SELECT count(*) AS tombstones_of_dropped FROM snowflake_tombstones WHERE tracked::text ~ '^[0-9]+$';
 
+-- A reader under the table's row-level security is refused: a tombstone's key cannot be judged
+-- by a policy.
+CREATE ROLE following_reader;
+GRANT USAGE ON SCHEMA following TO following_reader;
+GRANT SELECT ON orders TO following_reader;
+ALTER TABLE orders ENABLE ROW LEVEL SECURITY;
+CREATE POLICY nothing ON orders FOR SELECT USING (false);
+SET ROLE following_reader;
+SELECT pg_temp.error_of($$SELECT * FROM snowflake_changes(NULL::orders, 0, 10)$$);
+RESET ROLE;
+DROP POLICY nothing ON orders;
+ALTER TABLE orders DISABLE ROW LEVEL SECURITY;
+REVOKE ALL ON orders FROM following_reader;
+REVOKE ALL ON SCHEMA following FROM following_reader;
+DROP ROLE following_reader;
+
 -- Trimming: tombstones older than keep_tombstones go, never at or above the bound, and a cursor
 -- below what was trimmed is refused.
 SELECT version AS before_trim FROM snowflake_changes(NULL::orders, 0, 1000) WHERE kind = 'next' \gset

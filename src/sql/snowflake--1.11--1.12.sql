@@ -408,6 +408,14 @@ BEGIN
             USING ERRCODE = 'object_not_in_prerequisite_state',
                   HINT = 'Its owner makes it followable with snowflake_track_changes().';
     END IF;
+    -- Tombstones keep keys alone, which no policy can judge: a reader whose rows policies filter
+    -- would learn the keys of deleted rows it could never read.
+    IF row_security_active(target) THEN
+        RAISE EXCEPTION 'row-level security applies to % for this role, so it cannot follow its changes', target
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = 'A delete reaches readers as its key, which no policy can judge.',
+                  HINT = 'Follow the table as a role that policies do not apply to (its owner, or a role with BYPASSRLS).';
+    END IF;
     -- On a standby the bound is the primary's, passed in once replay has passed its position.
     IF settled_below IS NULL THEN
         EXECUTE format('SELECT %I.snowflake_settled_bound()', extension_schema) INTO bound;
