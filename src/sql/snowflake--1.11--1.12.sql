@@ -14,6 +14,8 @@ CREATE TABLE snowflake_tracked_tables (
     key_columns name[] NOT NULL,
     keep_tombstones interval NOT NULL DEFAULT '7 days'
         CHECK (keep_tombstones > '0' AND keep_tombstones <= '100 years'),
+    tracked_from bigint NOT NULL DEFAULT 0,
+    began_empty boolean NOT NULL DEFAULT true,
     trimmed_below bigint NOT NULL DEFAULT 0
 );
 SELECT pg_catalog.pg_extension_config_dump('snowflake_tracked_tables', '');
@@ -25,13 +27,14 @@ CREATE POLICY owners_write ON snowflake_tracked_tables
                                    WHERE c.oid = tracked), 'USAGE'));
 CREATE POLICY everyone_reads ON snowflake_tracked_tables FOR SELECT USING (true);
 GRANT SELECT, DELETE ON snowflake_tracked_tables TO PUBLIC;
-GRANT INSERT (tracked, version_column, key_columns, keep_tombstones), UPDATE (keep_tombstones)
+GRANT INSERT (tracked, version_column, key_columns, keep_tombstones, tracked_from, began_empty),
+      UPDATE (keep_tombstones)
     ON snowflake_tracked_tables TO PUBLIC;
 
 -- The deletes, old keys and truncations of tracked tables, each under the tracked table (the
 -- root of a partitioned one). Only the extension's owner writes here (the C trigger inserts as
--- that owner); a role reads the tombstones of the tables it may read, through
--- snowflake_changes().
+-- that owner). A role reads the tombstones of the tables it may read whole: a key alone cannot
+-- be judged by a policy of the table.
 CREATE TABLE snowflake_tombstones (
     tracked regclass NOT NULL,
     version bigint NOT NULL,
@@ -44,7 +47,11 @@ COMMENT ON TABLE snowflake_tombstones IS
     'The deletes, old keys and truncations of tracked tables, read through snowflake_changes()';
 ALTER TABLE snowflake_tombstones ENABLE ROW LEVEL SECURITY;
 CREATE POLICY readers_of_the_table ON snowflake_tombstones FOR SELECT
-    USING (pg_catalog.has_table_privilege(tracked, 'SELECT'));
+    USING (CASE WHEN pg_catalog.has_table_privilege(tracked, 'SELECT')
+                THEN NOT pg_catalog.row_security_active(tracked) ELSE false END);
+-- The versions lead an index, so that the floor from stored keys reads them after a start without
+-- the mark file (src/pg/keys_floor/keys_queries.hpp).
+CREATE INDEX ON snowflake_tombstones (version);
 GRANT SELECT ON snowflake_tombstones TO PUBLIC;
 
 -- C: a row that a logical replication worker applies to the two tables above is skipped, so
@@ -77,6 +84,60 @@ CREATE FUNCTION snowflake_keep_tombstone() RETURNS trigger
 COMMENT ON FUNCTION snowflake_keep_tombstone() IS
     'Trigger of a tracked table: keeps the key of a deleted row, the old key of a row whose key changed, or a truncation';
 
+-- The primary key's columns of a table that can be tracked, or an error. A tombstone keeps the key
+-- as JSON, written as the extension's owner, and snowflake_key_row() reads it back: only types
+-- whose JSON form reads back the same under every session setting qualify (not float, interval or
+-- money), and no type of a role's own, whose casts or output would run as that owner.
+CREATE FUNCTION snowflake_key_columns(tracked regclass)
+RETURNS name[]
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $keys$
+DECLARE
+    extension_schema CONSTANT name := (
+        SELECT n.nspname FROM pg_extension AS e JOIN pg_namespace AS n ON n.oid = e.extnamespace
+        WHERE e.extname = 'snowflake');
+    id_type CONSTANT regtype := format('%I.snowflake', extension_schema)::regtype;
+    keys name[];
+BEGIN
+    keys := ARRAY(SELECT a.attname FROM pg_index AS i
+                  CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n)
+                  JOIN pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+                  WHERE i.indrelid = tracked AND i.indisprimary ORDER BY k.n);
+    IF cardinality(keys) = 0 THEN
+        RAISE EXCEPTION '% has no primary key', tracked
+            USING ERRCODE = 'invalid_table_definition',
+                  DETAIL = 'A delete reaches readers as the key of the deleted row.',
+                  HINT = 'Add a primary key to the table first.';
+    END IF;
+    IF cardinality(keys) > 8 OR EXISTS (
+           SELECT FROM pg_attribute AS a
+           WHERE a.attrelid = tracked AND a.attname = ANY (keys)
+             AND a.atttypid NOT IN ('smallint'::regtype, 'integer'::regtype, 'bigint'::regtype,
+                                    'numeric'::regtype, 'text'::regtype,
+                                    'character varying'::regtype, 'character'::regtype,
+                                    'uuid'::regtype, 'boolean'::regtype, 'date'::regtype,
+                                    'timestamp without time zone'::regtype,
+                                    'timestamp with time zone'::regtype, id_type)) THEN
+        RAISE EXCEPTION 'the primary key of % has more than 8 columns, or a column of a type that tombstones cannot keep', tracked
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'A key column must be smallint, integer, bigint, numeric, text, varchar, char, uuid, boolean, date, timestamp, timestamptz or snowflake.',
+                  HINT = 'Track a table whose primary key has such columns, such as bigint or the snowflake type.';
+    END IF;
+    RETURN keys;
+END
+$keys$;
+COMMENT ON FUNCTION snowflake_key_columns(regclass) IS
+    'The primary key columns of a table that snowflake_track_changes() can track, or an error naming why not';
+
+-- C: a row of the table's type with the key's columns read from a tombstone and every other column
+-- NULL, made without the checks of the other columns' domains, which would run code of the
+-- table's owner as the reader, and refuse a NULL where the domain is NOT NULL.
+CREATE FUNCTION snowflake_key_row(table_row anyelement, key jsonb) RETURNS anyelement
+    AS 'MODULE_PATHNAME', 'snowflake_key_row' LANGUAGE C STABLE;
+COMMENT ON FUNCTION snowflake_key_row(anyelement, jsonb) IS
+    'A row of the table''s type holding a tombstone''s key and NULL elsewhere, as snowflake_changes() returns a delete';
+
 -- A tombstone for each row of a partition that leaves a tracked table by TRUNCATE, DROP or
 -- DETACH, which fire no row trigger. The utility hook (src/pg/changes/partition_moves.cpp) calls
 -- it as the extension's owner, with the partition locked, before the statement runs; it reads
@@ -91,15 +152,18 @@ DECLARE
         SELECT n.nspname FROM pg_extension AS e JOIN pg_namespace AS n ON n.oid = e.extnamespace
         WHERE e.extname = 'snowflake');
     root CONSTANT regclass := pg_partition_root(leaving);
+    tracked boolean;
     keys name[];
     kept bigint;
 BEGIN
-    EXECUTE format('SELECT t.key_columns FROM %I.snowflake_tracked_tables AS t WHERE t.tracked = $1',
+    EXECUTE format('SELECT EXISTS (SELECT FROM %I.snowflake_tracked_tables AS t WHERE t.tracked = $1)',
                    extension_schema)
-        INTO keys USING root;
-    IF keys IS NULL OR root = leaving THEN
+        INTO tracked USING root;
+    IF root = leaving OR NOT tracked THEN
         RETURN 0;
     END IF;
+    -- From the catalog and checked again: the setup's row is its table owner's to write.
+    EXECUTE format('SELECT %I.snowflake_key_columns($1)', extension_schema) INTO keys USING root;
     EXECUTE format('INSERT INTO %1$I.snowflake_tombstones (tracked, version, kind, key) '
                    'SELECT $1, %1$I.snowflake_nextval(), ''d'', jsonb_build_object(%2$s) FROM %3$s AS p',
                    extension_schema,
@@ -164,6 +228,8 @@ DECLARE
     already boolean;
     keys name[];
     column_type regtype;
+    bound bigint;
+    empty boolean;
 BEGIN
     IF tracked IS NULL OR version_column IS NULL OR keep_tombstones IS NULL
        OR keep_tombstones <= '0' OR keep_tombstones > '100 years' THEN
@@ -177,6 +243,17 @@ BEGIN
             USING ERRCODE = 'wrong_object_type',
                   HINT = 'Track an ordinary or a partitioned table; a partitioned table is tracked with all its partitions.';
     END IF;
+    -- Crash recovery empties an unlogged table, and a temporary one goes with its session, each
+    -- without a tombstone. Rows of an inheritance child are read with their parent but fire the
+    -- child's triggers alone.
+    IF (SELECT c.relpersistence FROM pg_class AS c WHERE c.oid = tracked) <> 'p'
+       OR EXISTS (SELECT FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid
+                  WHERE i.inhparent = tracked AND NOT c.relispartition) THEN
+        RAISE EXCEPTION '% is unlogged, temporary, or has inheritance children', tracked
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'Their rows can go or be read without a version or a tombstone.',
+                  HINT = 'Track a permanent table, or a partitioned one.';
+    END IF;
     EXECUTE format('SELECT EXISTS (SELECT FROM %I.snowflake_tracked_tables AS t '
                    'WHERE t.tracked = $1)', extension_schema)
         INTO already USING tracked;
@@ -185,25 +262,7 @@ BEGIN
             USING ERRCODE = 'duplicate_object',
                   HINT = 'Read its changes with snowflake_changes().';
     END IF;
-    keys := ARRAY(SELECT a.attname FROM pg_index AS i
-                  CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n)
-                  JOIN pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-                  WHERE i.indrelid = tracked AND i.indisprimary ORDER BY k.n);
-    IF cardinality(keys) = 0 THEN
-        RAISE EXCEPTION '% has no primary key', tracked
-            USING ERRCODE = 'invalid_table_definition',
-                  DETAIL = 'A delete reaches readers as the key of the deleted row.',
-                  HINT = 'Add a primary key to the table first.';
-    END IF;
-    IF cardinality(keys) > 8 OR EXISTS (
-           SELECT FROM pg_attribute AS a
-           WHERE a.attrelid = tracked AND a.attname = ANY (keys)
-             AND a.atttypid >= 16384 AND a.atttypid <> id_type) THEN
-        RAISE EXCEPTION 'the primary key of % has more than 8 columns, or a column of a type not built into PostgreSQL', tracked
-            USING ERRCODE = 'feature_not_supported',
-                  DETAIL = 'Tombstones keep the key as JSON, written as the extension''s owner, which runs no role''s code.',
-                  HINT = 'Track a table whose primary key has built-in types, such as bigint, or the snowflake type.';
-    END IF;
+    EXECUTE format('SELECT %I.snowflake_key_columns($1)', extension_schema) INTO keys USING tracked;
     IF version_column = ANY (keys) THEN
         RAISE EXCEPTION 'the version column "%" is part of the primary key of %', version_column, tracked
             USING ERRCODE = 'invalid_parameter_value',
@@ -212,6 +271,12 @@ BEGIN
     column_type := (SELECT a.atttypid FROM pg_attribute AS a
                     WHERE a.attrelid = tracked AND a.attname = version_column
                       AND a.attnum > 0 AND NOT a.attisdropped);
+    IF EXISTS (SELECT FROM pg_attribute AS a
+               WHERE a.attrelid = tracked AND a.attname = version_column AND a.attgenerated <> '') THEN
+        RAISE EXCEPTION 'column "%" of % is generated', version_column, tracked
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Name a column that is not generated, or a new one.';
+    END IF;
     IF column_type IS NULL THEN
         EXECUTE format('ALTER TABLE %s ADD COLUMN %I bigint', tracked, version_column);
     ELSIF column_type NOT IN ('bigint'::regtype, id_type) THEN
@@ -248,10 +313,15 @@ BEGIN
                    'ENABLE ALWAYS TRIGGER snowflake_keep_deletes, '
                    'ENABLE ALWAYS TRIGGER snowflake_keep_old_keys, '
                    'ENABLE ALWAYS TRIGGER snowflake_keep_truncations', tracked);
-    EXECUTE format('INSERT INTO %I.snowflake_tracked_tables '
-                   '(tracked, version_column, key_columns, keep_tombstones) VALUES ($1, $2, $3, $4)',
+    -- The triggers' lock waited for every writer that was not stamped: the rows there now are
+    -- all a reader would miss. A cursor below this bound is refused, unless it is 0 and the
+    -- table was empty, so that no copy from an earlier tracking follows on past a gap.
+    EXECUTE format('SELECT %I.snowflake_settled_bound()', extension_schema) INTO bound;
+    EXECUTE format('SELECT NOT EXISTS (SELECT FROM %s)', tracked) INTO empty;
+    EXECUTE format('INSERT INTO %I.snowflake_tracked_tables (tracked, version_column, key_columns, '
+                   'keep_tombstones, tracked_from, began_empty) VALUES ($1, $2, $3, $4, $5, $6)',
                    extension_schema)
-        USING tracked, version_column, keys, keep_tombstones;
+        USING tracked, version_column, keys, keep_tombstones, bound, empty;
 END
 $track$;
 COMMENT ON FUNCTION snowflake_track_changes(regclass, name, interval) IS
@@ -400,8 +470,9 @@ BEGIN
                   DETAIL = 'Its snapshot was taken before the settled bound is read, so changes committed in between would be skipped.',
                   HINT = 'Run it in a READ COMMITTED transaction (the default).';
     END IF;
-    EXECUTE format('SELECT t.version_column, t.key_columns, t.trimmed_below '
-                   'FROM %I.snowflake_tracked_tables AS t WHERE t.tracked = $1', extension_schema)
+    EXECUTE format('SELECT t.version_column, t.key_columns, t.trimmed_below, t.tracked_from, '
+                   't.began_empty FROM %I.snowflake_tracked_tables AS t WHERE t.tracked = $1',
+                   extension_schema)
         INTO setup USING target;
     IF setup IS NULL THEN
         RAISE EXCEPTION '% is not tracked', target
@@ -422,6 +493,20 @@ BEGIN
     ELSE
         bound := settled_below;
     END IF;
+    IF after_version < setup.tracked_from AND NOT (after_version = 0 AND setup.began_empty) THEN
+        RAISE EXCEPTION 'the cursor % is older than the tracking of %, which began at version %', after_version, target, setup.tracked_from
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'Rows written before the tracking began have no version, and changes made while it was off were kept nowhere.',
+                  HINT = 'Copy the table and follow it from the bound read before the copy (doc/reference.md "Following changes").';
+    END IF;
+    -- The bound never goes back, so a cursor above it came from elsewhere: from another server,
+    -- or from before a start without the mark file, whose bound is 0 until the first id.
+    IF after_version > bound THEN
+        RAISE EXCEPTION 'the cursor % is above the settled bound %', after_version, bound
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'A cursor of this server never passes its bound, which never goes back, except to 0 after a start without the mark file.',
+                  HINT = 'Pass a cursor that this server''s snowflake_changes() returned; after a start without the mark file, call it again once an id was drawn.';
+    END IF;
     same_key := (SELECT string_agg(format('t.%1$I = p.%1$I', k), ' AND ')
                  FROM unnest(setup.key_columns) AS k);
     -- A full page's cursor is its last version plus one; a page that is not full has read
@@ -430,15 +515,15 @@ BEGIN
     RETURN QUERY EXECUTE format(
         'WITH page AS ('
         '  SELECT c.v, c.k, c.r FROM ('
-        '    (SELECT t.%1$I AS v, ''row'' AS k, t AS r FROM %2$s AS t'
+        '    (SELECT t.%1$I AS v, ''row'' AS k, ROW(t.*)::%2$s AS r FROM %2$s AS t'
         '     WHERE t.%1$I >= $1 AND t.%1$I < $2 ORDER BY t.%1$I LIMIT $3)'
         '    UNION ALL'
         '    (SELECT d.version, CASE d.kind WHEN ''t'' THEN ''truncate'' ELSE ''delete'' END,'
-        '            CASE d.kind WHEN ''d'' THEN pg_catalog.jsonb_populate_record(NULL::%2$s, d.key) END'
+        '            CASE d.kind WHEN ''d'' THEN %3$I.snowflake_key_row(NULL::%2$s, d.key) END'
         '     FROM %3$I.snowflake_tombstones AS d'
         '     WHERE d.tracked = %4$L AND d.version >= $1 AND d.version < $2'
         '       AND (d.kind = ''t'' OR NOT EXISTS (SELECT FROM %2$s AS t,'
-        '            pg_catalog.jsonb_populate_record(NULL::%2$s, d.key) AS p WHERE %5$s))'
+        '            %3$I.snowflake_key_row(NULL::%2$s, d.key) AS p WHERE %5$s))'
         '     ORDER BY d.version LIMIT $3)'
         '  ) AS c ORDER BY c.v LIMIT $3)'
         'SELECT v, k, r FROM ('

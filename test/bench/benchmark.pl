@@ -10,7 +10,9 @@
 # first id after a start without the mark file (BENCH_FLOOR_ROWS rows, 24,000,000 unless set), 13
 # the keys against PostgreSQL 18's uuidv7(), bigserial and gen_random_uuid(): bulk and single-row
 # inserts, sizes and a time range (BENCH_UUID_ROWS rows, 2,000,000 unless set; without uuidv7()
-# before 18), 14 what the settled bound costs, against a baseline build (BENCH_BASELINE). A backend's CPU time comes from /proc/PID/schedstat; that of pgbench's backends, which
+# before 18), 14 what the settled bound costs, against a baseline build (BENCH_BASELINE), 15
+# following changes against an updated_at trigger (BENCH_CHANGES_ROWS changes, 1,000,000 unless
+# set). A backend's CPU time comes from /proc/PID/schedstat; that of pgbench's backends, which
 # have exited by the time it is read, from the children's CPU time that the postmaster collects
 # (/proc/PID/stat).
 use strict;
@@ -37,7 +39,7 @@ Test::More->builder->output(File::Spec->devnull);
 
 my $core_bench = shift @ARGV;
 my $repetitions = $ENV{BENCH_REPETITIONS} // 5;
-my %selected = map { $_ => 1 } split /,/, ($ENV{BENCH_CASES} // '1,2,3,4,5,6,7,8,9,10,11,12,13,14');
+my %selected = map { $_ => 1 } split /,/, ($ENV{BENCH_CASES} // '1,2,3,4,5,6,7,8,9,10,11,12,13,14,15');
 my $ceiling_ids_per_s = 4_096_000;
 my $work_dir = PostgreSQL::Test::Utils::tempdir;
 chomp(my $cores = `nproc`);
@@ -1255,6 +1257,131 @@ sub settled_cost {
         "$calls)`, median of $repetitions).\n\n");
 }
 
+# Case 15: following changes (1.12). Single-row inserts and updates at 1 and 8 clients on a tracked
+# table, against the same table kept by a PL/pgSQL updated_at = now() trigger with an index on
+# updated_at; paging BENCH_CHANGES_ROWS changes (1,000,000 unless set) with snowflake_changes()
+# against as many rows with snowflake_settled_rows(); and the time from a row's insert to its read
+# by a reader that polls every 10 ms, under 8 writers.
+sub following_changes {
+    my ($node) = @_;
+    my $rows = $ENV{BENCH_CHANGES_ROWS} // 1_000_000;
+    my $keys = 100_000;
+    my $columns = 'id bigint PRIMARY KEY DEFAULT snowflake_nextval(), k integer NOT NULL UNIQUE, '
+      . 'n integer NOT NULL DEFAULT 0, note text';
+    $node->safe_psql('postgres', qq(
+CREATE TABLE kept_tracked ($columns);
+SELECT snowflake_track_changes('kept_tracked');
+CREATE TABLE kept_updated_at ($columns, updated_at timestamptz);
+CREATE INDEX ON kept_updated_at (updated_at);
+CREATE FUNCTION set_updated_at() RETURNS trigger LANGUAGE plpgsql AS \$\$
+BEGIN NEW.updated_at := now(); RETURN NEW; END \$\$;
+CREATE TRIGGER set_updated_at BEFORE INSERT OR UPDATE ON kept_updated_at
+    FOR EACH ROW EXECUTE FUNCTION set_updated_at();
+INSERT INTO kept_tracked (k) SELECT g FROM generate_series(1, $keys) AS g;
+INSERT INTO kept_updated_at (k) SELECT g FROM generate_series(1, $keys) AS g;
+CREATE SEQUENCE next_k START $keys;
+VACUUM ANALYZE kept_tracked, kept_updated_at;));
+    my $seconds = 5;
+    my %statements = (
+        insert => q(INSERT INTO kept_%s (k, note) VALUES (nextval('next_k') + 1, 'x')),
+        update => "\\set k random(1, $keys)\nUPDATE kept_%s SET n = n + 1 WHERE k = :k",
+    );
+    my %tps;
+    for my $run (1 .. $repetitions) {
+        for my $statement (qw(insert update)) {
+            for my $clients (1, 8) {
+                my @order = $run % 2 ? qw(tracked updated_at) : qw(updated_at tracked);
+                push @{ $tps{"$statement $clients"}{$_} }, pgbench_tps($node, '-c', $clients,
+                    '-j', min($clients, 2), '-T', $seconds, '-f',
+                    script('kept', sprintf($statements{$statement}, $_))) for @order;
+            }
+        }
+    }
+    say_out("## 15. Following changes\n\n",
+        "A tracked table (`snowflake_track_changes()`) against the same table kept by a PL/pgSQL ",
+        "trigger `NEW.updated_at := now()` with an index on `updated_at`, both keyed by ",
+        "`snowflake_nextval()` with a unique `k` of $keys rows. pgbench, $seconds s per run, ",
+        "$repetitions runs of each in alternating order, medians.\n\n");
+    table([ 'statement', 'clients', 'tracked tps', 'updated_at tps', 'tracked / updated_at' ], map {
+        my ($statement, $clients) = split / /;
+        my ($tracked, $plain) = (median(@{ $tps{$_}{tracked} }), median(@{ $tps{$_}{updated_at} }));
+        [ $statement, $clients, fmt('%.0f', $tracked), fmt('%.0f', $plain),
+          fmt('%.3f', $tracked / $plain) ]
+    } 'insert 1', 'insert 8', 'update 1', 'update 8');
+
+    # Paging: every change of a tracked table of $rows rows, against every row of a table by id.
+    $node->safe_psql('postgres', qq(
+CREATE TABLE paged_changes (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), note text);
+SELECT snowflake_track_changes('paged_changes');
+INSERT INTO paged_changes (note) SELECT 'x' FROM generate_series(1, $rows);
+CREATE TABLE paged_rows (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), note text);
+INSERT INTO paged_rows (note) SELECT 'x' FROM generate_series(1, $rows);
+VACUUM ANALYZE paged_changes, paged_rows;
+CREATE FUNCTION page_changes() RETURNS bigint LANGUAGE plpgsql AS \$\$
+DECLARE cursor_at bigint := 0; next_at bigint; total bigint := 0; got integer;
+BEGIN
+    LOOP
+        SELECT count(*) FILTER (WHERE kind <> 'next'), max(version) FILTER (WHERE kind = 'next')
+        INTO got, next_at FROM snowflake_changes(NULL::paged_changes, cursor_at, 1000);
+        total := total + got;
+        EXIT WHEN got < 1000;
+        cursor_at := next_at;
+    END LOOP;
+    RETURN total;
+END \$\$;
+CREATE FUNCTION page_rows() RETURNS bigint LANGUAGE plpgsql AS \$\$
+DECLARE cursor_at bigint := 0; last_at bigint; total bigint := 0; got integer;
+BEGIN
+    LOOP
+        SELECT count(*), max(id) INTO got, last_at
+        FROM snowflake_settled_rows(NULL::paged_rows, cursor_at, 1000);
+        total := total + got;
+        EXIT WHEN got < 1000;
+        cursor_at := last_at + 1;
+    END LOOP;
+    RETURN total;
+END \$\$;));
+    my $session = open_session($node);
+    my (%page_ms, %counted);
+    for my $run (1 .. $repetitions) {
+        for my $function (qw(page_changes page_rows)) {
+            my ($result, $ms) = timed($session, "SELECT $function()");
+            push @{ $page_ms{$function} }, $ms;
+            $counted{$function} = $result->[0];
+        }
+    }
+    my ($changes_ms, $rows_ms) = map { median(@{ $page_ms{$_} }) } qw(page_changes page_rows);
+    say_out(sprintf("Paging in pages of 1,000 (PL/pgSQL loops in one call, $repetitions runs, "
+        . "medians): %s changes with `snowflake_changes()` in %.0f ms, %s rows with "
+        . "`snowflake_settled_rows()` in %.0f ms: %.2f times as long.\n\n",
+        $counted{page_changes}, $changes_ms, $counted{page_rows}, $rows_ms, $changes_ms / $rows_ms));
+
+    # The time from a row's insert (its made_at, a clock reading before its commit) to its read.
+    $node->safe_psql('postgres', q(
+CREATE TABLE followed (id bigint PRIMARY KEY DEFAULT snowflake_nextval(),
+                       made_at timestamptz NOT NULL DEFAULT clock_timestamp());
+SELECT snowflake_track_changes('followed');));
+    my $writers = IPC::Run::start(pgbench_command($node, '-c', 8, '-j', 2, '-T', 10, '-f',
+            script('followed', 'INSERT INTO followed DEFAULT VALUES')), '>', \my $out, '2>', \my $err);
+    my ($cursor, @lag_ms) = ($node->safe_psql('postgres', 'SELECT snowflake_settled_bound()'));
+    while ($writers->pumpable) {
+        my ($lines) = timed($session, "SELECT kind, version, extract(epoch FROM clock_timestamp() "
+            . "- (data).made_at) * 1000 FROM snowflake_changes(NULL::followed, $cursor, 100000)");
+        for (@$lines) {
+            my ($kind, $version, $lag) = split /\|/;
+            if ($kind eq 'next') { $cursor = $version; }
+            else { push @lag_ms, $lag; }
+        }
+        sleep 0.01;
+        $writers->pump_nb;
+    }
+    $writers->finish;
+    $session->quit;
+    say_out(sprintf("From insert to read, a reader polling every 10 ms under 8 pgbench writers "
+        . "of single-row inserts (10 s, %d rows read): p50 %.1f ms, p99 %.1f ms, max %.1f ms.\n\n",
+        scalar(@lag_ms), percentile(0.5, @lag_ms), percentile(0.99, @lag_ms), max(@lag_ms)));
+}
+
 # Runs the selected cases on one preloaded server (cases 7 and 9 start more).
 sub run_cases {
 my $started = time;
@@ -1268,7 +1395,7 @@ say_out("# snowflake benchmarks\n\n",
     "Machine: $machine, $cores cores, Debian $debian, $server_version.\n\n");
 my @cases = (\&bulk_generation, \&concurrency, \&inserts, \&decoding, \&time_range, \&core,
     \&servers, \&conversion, \&hook_cost, \&type_cost, \&partition_maintenance, \&floor_read,
-    \&uuid_keys, \&settled_cost);
+    \&uuid_keys, \&settled_cost, \&following_changes);
 for my $number (1 .. @cases) {
     $cases[ $number - 1 ]->($node) if $selected{$number};
 }

@@ -118,7 +118,9 @@ DELETE FROM notes WHERE body IN ('tracked 2', 'tracked 3');
 ));
 $publisher->wait_for_catchup($_) for 'everything', 'in_binary';
 my $changes = q(SELECT string_agg(kind || ':' || coalesce((data).body, '-'), ',' ORDER BY version)
-    FROM snowflake_changes(NULL::notes, 0, 1000) WHERE kind <> 'next');
+    FROM snowflake_changes(NULL::notes, (SELECT tracked_from FROM snowflake_tracked_tables
+                                         WHERE tracked = 'notes'::regclass), 1000)
+    WHERE kind <> 'next');
 my $from_publisher = $publisher->safe_psql('postgres', $changes);
 is($subscriber->safe_psql('postgres', $changes), $from_publisher,
     "a subscriber's reader reads the changes it applied, as the publisher's reader does");

@@ -17,14 +17,19 @@ extern "C" {
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "replication/logicalworker.h"
 #include "utils/builtins.h"
+#include "utils/jsonb.h"
 #include "utils/lsyscache.h"
+#include "utils/numeric.h"
 #include "utils/rel.h"
+#include "utils/typcache.h"
 
 PG_FUNCTION_INFO_V1(snowflake_keep_tombstone);
 PG_FUNCTION_INFO_V1(snowflake_keep_changes_local);
+PG_FUNCTION_INFO_V1(snowflake_key_row);
 }
 
 #include "pg/as_owner.hpp"
@@ -44,6 +49,29 @@ constexpr int kMaxKeyColumns = 8;
 // whose tracked tables' triggers fire too, keeps its own tombstones and skips its publisher's.
 // An error in between ends the worker, and a backend's next tombstone sets it again.
 bool writing_own_tombstone = false;
+
+// Whether a key column's type can be kept in a tombstone: its JSON form reads back the same under
+// every session setting, and no role's code runs to write or read it. snowflake_key_columns() in
+// the update script to 1.12 holds the same list.
+bool is_key_type(Oid type, Oid id_type) {
+    switch (type) {
+    case INT2OID:
+    case INT4OID:
+    case INT8OID:
+    case NUMERICOID:
+    case TEXTOID:
+    case VARCHAROID:
+    case BPCHAROID:
+    case UUIDOID:
+    case BOOLOID:
+    case DATEOID:
+    case TIMESTAMPOID:
+    case TIMESTAMPTZOID:
+        return true;
+    default:
+        return type == id_type;
+    }
+}
 
 // The tombstones table of the extension that owns this trigger function.
 Oid tombstones_table(Oid trigger_function) {
@@ -116,15 +144,14 @@ void key_parameters(const TriggerData *data, Oid *types, Datum *values, char *nu
         types[i] = TupleDescAttr(desc, attnum - 1)->atttypid;
         // A role can create this trigger by hand, naming any column: a type of a role's own
         // would have its output function run as the extension's owner.
-        if (types[i] >= FirstNormalObjectId &&
-            types[i] != snowflake_id_type_beside(data->tg_trigger->tgfoid)) {
+        if (!is_key_type(types[i], snowflake_id_type_beside(data->tg_trigger->tgfoid))) {
             ereport(ERROR,
                     (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                     errmsg("the key column \"%s\" of %s is of a type not built into PostgreSQL",
+                     errmsg("the key column \"%s\" of %s is of a type that tombstones cannot keep",
                             data->tg_trigger->tgargs[i],
                             RelationGetRelationName(data->tg_relation)),
                      errhint("Let snowflake_track_changes() create the trigger; it tracks tables "
-                             "whose primary key has built-in types or the snowflake type.")));
+                             "whose primary key has types it can keep, such as bigint.")));
         }
         values[i] = heap_getattr(data->tg_trigtuple, attnum, desc, &is_null);
         nulls[i] = is_null ? 'n' : ' ';
@@ -151,6 +178,14 @@ Datum snowflake_keep_tombstone(PG_FUNCTION_ARGS) {
     }
     const TriggerData *data = reinterpret_cast<TriggerData *>(fcinfo->context);
     require_tombstone_trigger(data);
+    // An unlogged table is emptied by crash recovery and a temporary one goes with its session,
+    // each without a tombstone, and the second would leave tombstones of no table behind.
+    if (data->tg_relation->rd_rel->relpersistence != RELPERSISTENCE_PERMANENT) {
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("%s is unlogged or temporary, and keeps no tombstones",
+                               RelationGetRelationName(data->tg_relation)),
+                        errhint("Keep tombstones of permanent tables only.")));
+    }
     const bool truncation = TRIGGER_FIRED_BY_TRUNCATE(data->tg_event);
     const Oid table = tombstones_table(data->tg_trigger->tgfoid);
     constexpr int kFixed = 3;
@@ -199,4 +234,65 @@ Datum snowflake_keep_changes_local(PG_FUNCTION_ARGS) {
     }
     return PointerGetDatum(TRIGGER_FIRED_BY_UPDATE(data->tg_event) ? data->tg_newtuple
                                                                     : data->tg_trigtuple);
+}
+
+// A row of the table's type with the key's columns from a tombstone and every other column NULL,
+// formed directly: a cast or a record function would check the other columns' domains, running
+// the table owner's code as the reader and refusing NULL where a domain is NOT NULL.
+Datum snowflake_key_row(PG_FUNCTION_ARGS) {
+    if (PG_ARGISNULL(1)) {
+        PG_RETURN_NULL();
+    }
+    const Oid row_type = get_fn_expr_argtype(fcinfo->flinfo, 0);
+    if (!type_is_rowtype(row_type)) {
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("snowflake_key_row() needs a table's row type"),
+                        errhint("snowflake_changes() calls it as snowflake_key_row(NULL::t, key).")));
+    }
+    Jsonb *key = PG_GETARG_JSONB_P(1);
+    const Oid id_type = snowflake_id_type_beside(fcinfo->flinfo->fn_oid);
+    TupleDesc desc = lookup_rowtype_tupdesc_copy(row_type, -1);
+    Datum *values = static_cast<Datum *>(palloc0(desc->natts * sizeof(Datum)));
+    bool *nulls = static_cast<bool *>(palloc(desc->natts * sizeof(bool)));
+    for (int i = 0; i < desc->natts; i++) {
+        nulls[i] = true;
+        const Form_pg_attribute column = TupleDescAttr(desc, i);
+        if (column->attisdropped) {
+            continue;
+        }
+        JsonbValue name;
+        name.type = jbvString;
+        name.val.string.val = NameStr(column->attname);
+        name.val.string.len = strlen(NameStr(column->attname));
+        const JsonbValue *found = findJsonbValueFromContainer(&key->root, JB_FOBJECT, &name);
+        if (found == nullptr || found->type == jbvNull) {
+            continue;
+        }
+        if (!is_key_type(column->atttypid, id_type)) {
+            ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                            errmsg("the key column \"%s\" is of a type that tombstones cannot keep",
+                                   NameStr(column->attname)),
+                            errhint("Track a table whose primary key has types it can keep, such "
+                                    "as bigint.")));
+        }
+        char *text = nullptr;
+        if (found->type == jbvString) {
+            text = pnstrdup(found->val.string.val, found->val.string.len);
+        } else if (found->type == jbvNumeric) {
+            text = DatumGetCString(DirectFunctionCall1(numeric_out,
+                                                       NumericGetDatum(found->val.numeric)));
+        } else if (found->type == jbvBool) {
+            text = pstrdup(found->val.boolean ? "true" : "false");
+        } else {
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("the tombstone's key holds a value of no column type for \"%s\"",
+                                   NameStr(column->attname))));
+        }
+        Oid input = InvalidOid;
+        Oid parameter = InvalidOid;
+        getTypeInputInfo(column->atttypid, &input, &parameter);
+        values[i] = OidInputFunctionCall(input, text, parameter, column->atttypmod);
+        nulls[i] = false;
+    }
+    return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
 }
