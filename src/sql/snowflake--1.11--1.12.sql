@@ -100,15 +100,26 @@ DECLARE
     id_type CONSTANT regtype := format('%I.snowflake', extension_schema)::regtype;
     keys name[];
 BEGIN
+    -- A valid primary key's key columns, not its INCLUDE columns, whose change is no key change.
     keys := ARRAY(SELECT a.attname FROM pg_index AS i
                   CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n)
                   JOIN pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-                  WHERE i.indrelid = tracked AND i.indisprimary ORDER BY k.n);
+                  WHERE i.indrelid = tracked AND i.indisprimary AND i.indisvalid
+                    AND k.n <= i.indnkeyatts
+                  ORDER BY k.n);
     IF cardinality(keys) = 0 THEN
-        RAISE EXCEPTION '% has no primary key', tracked
+        RAISE EXCEPTION '% has no valid primary key', tracked
             USING ERRCODE = 'invalid_table_definition',
                   DETAIL = 'A delete reaches readers as the key of the deleted row.',
-                  HINT = 'Add a primary key to the table first.';
+                  HINT = 'Add a primary key to the table first, to its partitions too.';
+    END IF;
+    -- Reading a foreign table's rows connects elsewhere as whoever reads, here the extension's
+    -- owner, who keeps the tombstones of a partition that leaves.
+    IF EXISTS (SELECT FROM pg_partition_tree(tracked) AS p JOIN pg_class AS c ON c.oid = p.relid
+               WHERE c.relkind = 'f') THEN
+        RAISE EXCEPTION '% has a foreign table among its partitions', tracked
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'Track a table whose partitions are all local tables.';
     END IF;
     IF cardinality(keys) > 8 OR EXISTS (
            SELECT FROM pg_attribute AS a
@@ -478,6 +489,14 @@ BEGIN
         RAISE EXCEPTION '% is not tracked', target
             USING ERRCODE = 'object_not_in_prerequisite_state',
                   HINT = 'Its owner makes it followable with snowflake_track_changes().';
+    END IF;
+    -- The tombstones are shown to readers with SELECT on the table; one with SELECT on its
+    -- columns alone would see the rows and miss every delete.
+    IF NOT has_table_privilege(target, 'SELECT') THEN
+        RAISE EXCEPTION 'permission denied to follow the changes of %', target
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = 'Following a table needs SELECT on the table, not only on its columns.',
+                  HINT = 'GRANT SELECT ON the table to the reader.';
     END IF;
     -- Tombstones keep keys alone, which no policy can judge: a reader whose rows policies filter
     -- would learn the keys of deleted rows it could never read.

@@ -3,8 +3,9 @@
 // ALTER TABLE ... DETACH PARTITION. Before the statement runs, it takes the locks PostgreSQL
 // would take, in PostgreSQL's order, and keeps a tombstone for each row of the partition. Rows
 // that enter by ATTACH PARTITION are stamped once the attach is done. It refuses DETACH ...
-// CONCURRENTLY of a tracked table's partition, whose second transaction no hook can reach, and
-// ATTACH of a tracked table as a partition, whose tombstones would then belong to another tree.
+// CONCURRENTLY of a tracked table's partition, whose second transaction no hook can reach, ATTACH
+// of a tracked table as a partition, whose tombstones would then belong to another tree, and a
+// foreign table as a partition of a tracked one, whose rows the extension's owner would read.
 // What still reaches no reader is listed in doc/reference.md "Following changes". The
 // error-boundary rules are at the top of module.cpp.
 
@@ -187,6 +188,32 @@ void before_drop(const Installation &installation, const DropStmt *statement) {
     }
 }
 
+// A foreign table's rows are read by connecting elsewhere as whoever reads: the extension's owner
+// would, to keep their tombstones when it leaves.
+void refuse_foreign_partition(Oid root) {
+    ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                    errmsg("a foreign table cannot become a partition of the tracked table %s",
+                           get_rel_name(root)),
+                    errhint("Keep the partitions of a tracked table local.")));
+}
+
+// CREATE FOREIGN TABLE ... PARTITION OF a tracked table.
+void before_create_foreign(const Installation &installation,
+                           const CreateForeignTableStmt *statement) {
+    if (statement->base.partbound == nullptr || statement->base.inhRelations == NIL) {
+        return;
+    }
+    const Oid parent =
+        RangeVarGetRelid(linitial_node(RangeVar, statement->base.inhRelations), NoLock, true);
+    if (!OidIsValid(parent)) {
+        return;
+    }
+    const Oid root = OidIsValid(root_of(parent)) ? root_of(parent) : parent;
+    if (is_tracked(installation, root)) {
+        refuse_foreign_partition(root);
+    }
+}
+
 // ALTER TABLE ... DETACH PARTITION and ATTACH PARTITION: the detached partition's rows are kept
 // as tombstones; the partitions to stamp after an attach are returned.
 List *before_alter(const Installation &installation, const AlterTableStmt *statement) {
@@ -205,6 +232,10 @@ List *before_alter(const Installation &installation, const AlterTableStmt *state
         }
         const Oid root = OidIsValid(root_of(parent)) ? root_of(parent) : parent;
         if (command->subtype == AT_AttachPartition) {
+            if (get_rel_relkind(partition) == RELKIND_FOREIGN_TABLE &&
+                is_tracked(installation, root)) {
+                refuse_foreign_partition(root);
+            }
             if (is_tracked(installation, partition)) {
                 ereport(ERROR,
                         (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -273,7 +304,11 @@ bool concerns_partitions(Node *tree) {
         return true;
     }
     if (IsA(tree, DropStmt)) {
-        return castNode(DropStmt, tree)->removeType == OBJECT_TABLE;
+        const ObjectType type = castNode(DropStmt, tree)->removeType;
+        return type == OBJECT_TABLE || type == OBJECT_FOREIGN_TABLE;
+    }
+    if (IsA(tree, CreateForeignTableStmt)) {
+        return true;
     }
     if (IsA(tree, AlterTableStmt)) {
         ListCell *cell;
@@ -301,6 +336,8 @@ void track_partition_moves(PlannedStmt *planned, const char *query, bool read_on
         before_truncate(installation, castNode(TruncateStmt, tree));
     } else if (look && IsA(tree, DropStmt)) {
         before_drop(installation, castNode(DropStmt, tree));
+    } else if (look && IsA(tree, CreateForeignTableStmt)) {
+        before_create_foreign(installation, castNode(CreateForeignTableStmt, tree));
     } else if (look) {
         attached = before_alter(installation, castNode(AlterTableStmt, tree));
     }
