@@ -37,6 +37,7 @@ extern "C" {
 
 #include "pg/as_owner.hpp"
 #include "pg/changes/changes.hpp"
+#include "pg/changes/changes_parts.hpp"
 
 namespace {
 
@@ -76,12 +77,9 @@ bool find_installation(Installation *found) {
     return true;
 }
 
-// The root of a partition's tree, or InvalidOid for a relation that is no partition.
-Oid root_of(Oid relation) {
-    if (!OidIsValid(relation) || !get_rel_relispartition(relation)) {
-        return InvalidOid;
-    }
-    return llast_oid(get_partition_ancestors(relation));
+// Whether a relation that exists is a partition.
+bool is_partition(Oid relation) {
+    return OidIsValid(relation) && get_rel_relispartition(relation);
 }
 
 // Runs one statement of the hook with the relation as $1, as the extension's owner; returns the
@@ -163,7 +161,7 @@ void before_truncate(const Installation &installation, const TruncateStmt *state
     }
     foreach (cell, emptied) {
         const Oid relation = lfirst_oid(cell);
-        if (!OidIsValid(root_of(relation)) ||
+        if (!is_partition(relation) ||
             list_member_oid(emptied, get_partition_parent(relation, false))) {
             continue;
         }
@@ -177,7 +175,7 @@ void before_drop(const Installation &installation, const DropStmt *statement) {
     foreach (cell, statement->objects) {
         const RangeVar *name = makeRangeVarFromNameList(static_cast<List *>(lfirst(cell)));
         const Oid relation = RangeVarGetRelid(name, NoLock, true);
-        if (!OidIsValid(root_of(relation)) ||
+        if (!is_partition(relation) ||
             !has_privs_of_role(GetUserId(), owner_of(relation))) {
             continue;
         }
@@ -208,7 +206,7 @@ void before_create_foreign(const Installation &installation,
     if (!OidIsValid(parent)) {
         return;
     }
-    const Oid root = OidIsValid(root_of(parent)) ? root_of(parent) : parent;
+    const Oid root = snowflake_tree_root(parent);
     if (is_tracked(installation, root)) {
         refuse_foreign_partition(root);
     }
@@ -230,7 +228,7 @@ List *before_alter(const Installation &installation, const AlterTableStmt *state
         if (!OidIsValid(parent) || !OidIsValid(partition)) {
             continue;
         }
-        const Oid root = OidIsValid(root_of(parent)) ? root_of(parent) : parent;
+        const Oid root = snowflake_tree_root(parent);
         if (command->subtype == AT_AttachPartition) {
             if (get_rel_relkind(partition) == RELKIND_FOREIGN_TABLE &&
                 is_tracked(installation, root)) {
@@ -285,7 +283,7 @@ void stamp_attached(const Installation &installation, Oid partition) {
                 psprintf("SELECT t.version_column::text FROM %s.snowflake_tracked_tables AS t "
                          "WHERE t.tracked OPERATOR(pg_catalog.=) $1",
                          installation.schema),
-                llast_oid(get_partition_ancestors(partition)));
+                snowflake_tree_root(partition));
     if (column != nullptr) {
         const RoleStep step{owner_of(partition), kHookName,
                             "stamping the rows of an attached partition", true};

@@ -33,6 +33,7 @@ PG_FUNCTION_INFO_V1(snowflake_key_row);
 }
 
 #include "pg/as_owner.hpp"
+#include "pg/changes/changes_parts.hpp"
 #include "pg/generation/generation.hpp"
 #include "pg/library_objects.hpp"
 
@@ -158,16 +159,16 @@ void key_parameters(const TriggerData *data, Oid *types, Datum *values, char *nu
     }
 }
 
-// The table at the root of the relation's partition tree, or the relation itself: tracking
-// refuses a partition, and a tracked table cannot be attached as one (partition_moves.cpp).
-Oid tracked_root(Oid relation) {
+}  // namespace
+
+// The root of the relation's partition tree, or the relation itself: tracking refuses a
+// partition, and a tracked table cannot be attached as one (partition_moves.cpp).
+Oid snowflake_tree_root(Oid relation) {
     if (!get_rel_relispartition(relation)) {
         return relation;
     }
     return llast_oid(get_partition_ancestors(relation));
 }
-
-}  // namespace
 
 // Keeps the tombstone of a deleted row, of a row's old key, or of a truncation.
 Datum snowflake_keep_tombstone(PG_FUNCTION_ARGS) {
@@ -191,7 +192,7 @@ Datum snowflake_keep_tombstone(PG_FUNCTION_ARGS) {
     constexpr int kFixed = 3;
     Oid types[kFixed + kMaxKeyColumns] = {OIDOID, INT8OID, CHAROID};
     Datum values[kFixed + kMaxKeyColumns] = {
-        ObjectIdGetDatum(tracked_root(RelationGetRelid(data->tg_relation))),
+        ObjectIdGetDatum(snowflake_tree_root(RelationGetRelid(data->tg_relation))),
         Int64GetDatum(snowflake_draw_id()),
         CharGetDatum(truncation ? kTruncateKind : kDeleteKind)};
     char nulls[kFixed + kMaxKeyColumns + 1] = "   ";
