@@ -37,6 +37,7 @@ extern "C" {
 #include "core/layout.hpp"
 #include "pg/compat.hpp"
 #include "pg/changes/changes.hpp"
+#include "pg/convert/convert.hpp"
 #include "pg/fleet/fleet_guard.hpp"
 #include "pg/fleet/fleet_memory.hpp"
 #include "pg/fleet/fleet_setting.hpp"
@@ -198,6 +199,7 @@ void _PG_init(void) {
     define_settings();
     snowflake_install_planner_hook();
     snowflake_install_changes_hook();
+    snowflake_install_default_watch();
     if (!process_shared_preload_libraries_in_progress) {
         return;
     }

@@ -172,3 +172,7 @@ Root *referencing_roots(const KeyPaths &paths, int *count);
 void refuse_negative_values(const Root *roots, int root_count, const char *key_text);
 
 }  // namespace snowflake_convert
+
+// Installed by _PG_init: the warning when ALTER TABLE takes snowflake_nextval() away from a
+// column's default (default_watch.cpp).
+void snowflake_install_default_watch();
