@@ -17,10 +17,10 @@ $$;
 CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), note text);
 INSERT INTO orders (note) VALUES ('before tracking');
 SELECT snowflake_track_changes('orders');
-SELECT tracked, version_column, key_columns, began_empty, trimmed_below FROM snowflake_tracked_tables;
+SELECT tracked, version_column, key_columns, began_empty, trimmed_below FROM snowflake_catalog.snowflake_tracked_tables;
 -- The row from before tracking has no version, so a cursor older than the tracking is refused,
 -- 0 included, since the table was not empty: a reader copies the table first.
-SELECT tracked_from AS start FROM snowflake_tracked_tables WHERE tracked = 'orders'::regclass \gset
+SELECT tracked_from AS start FROM snowflake_catalog.snowflake_tracked_tables WHERE tracked = 'orders'::regclass \gset
 SELECT regexp_replace(pg_temp.error_of($$SELECT * FROM snowflake_changes(NULL::orders, 0, 10)$$),
                       '[0-9]{10,}', 'N', 'g') AS cursor_before_tracking;
 SELECT indexdef FROM pg_indexes WHERE schemaname = 'following' AND tablename = 'orders' ORDER BY indexname;
@@ -66,7 +66,7 @@ CREATE TEMP TABLE whole AS SELECT version, kind FROM snowflake_changes(NULL::ord
 CREATE TEMP TABLE paged (version bigint, kind text);
 DO $$
 DECLARE
-    cursor_at bigint := (SELECT t.tracked_from FROM snowflake_tracked_tables AS t
+    cursor_at bigint := (SELECT t.tracked_from FROM snowflake_catalog.snowflake_tracked_tables AS t
                          WHERE t.tracked = 'orders'::regclass);
     page_end bigint;
 BEGIN
@@ -119,7 +119,7 @@ DROP TABLE events_5;
 ALTER TABLE events ATTACH PARTITION events_6 FOR VALUES IN (6);
 SELECT kind, (data).region, count(*) FROM snowflake_changes(NULL::events, :before_moves, 100)
 WHERE kind <> 'next' GROUP BY kind, (data).region ORDER BY min(version);
-SELECT count(*) AS tombstones_of_partitions FROM snowflake_tombstones
+SELECT count(*) AS tombstones_of_partitions FROM snowflake_catalog.snowflake_tombstones
 WHERE tracked <> 'events'::regclass AND tracked::text LIKE 'events%';
 SELECT count(*) AS attached_rows_stamped FROM events_6 WHERE changed_at > :before_moves;
 -- A truncation of the whole tree, reached through CASCADE, is the root's one event; a
@@ -143,8 +143,8 @@ DELETE FROM events_7;
 INSERT INTO events_7 (region) VALUES (7);
 DELETE FROM events_7;
 DROP TABLE events_7;
-SELECT count(*) AS tracking_of_dropped FROM snowflake_tracked_tables WHERE tracked::text ~ '^[0-9]+$';
-SELECT count(*) AS tombstones_of_dropped FROM snowflake_tombstones WHERE tracked::text ~ '^[0-9]+$';
+SELECT count(*) AS tracking_of_dropped FROM snowflake_catalog.snowflake_tracked_tables WHERE tracked::text ~ '^[0-9]+$';
+SELECT count(*) AS tombstones_of_dropped FROM snowflake_catalog.snowflake_tombstones WHERE tracked::text ~ '^[0-9]+$';
 
 -- A reader under the table's row-level security is refused: a tombstone's key cannot be judged
 -- by a policy.
@@ -202,7 +202,7 @@ DROP TABLE refused_unlogged, refused_parent, refused_child, refused_generated, r
 -- A change of a column that the primary key only includes is no change of the key.
 CREATE TABLE included (id bigint, note text NOT NULL, PRIMARY KEY (id) INCLUDE (note));
 SELECT snowflake_track_changes('included');
-SELECT key_columns FROM snowflake_tracked_tables WHERE tracked = 'included'::regclass;
+SELECT key_columns FROM snowflake_catalog.snowflake_tracked_tables WHERE tracked = 'included'::regclass;
 INSERT INTO included VALUES (1, 'x');
 UPDATE included SET note = 'y';
 SELECT kind, (data).note FROM snowflake_changes(NULL::included, 0, 10) ORDER BY version;
@@ -243,11 +243,11 @@ CREATE CAST (following.mood AS json) WITH FUNCTION following.mood_json(following
 CREATE TABLE forged (id bigint PRIMARY KEY, k following.mood DEFAULT 'calm') PARTITION BY RANGE (id);
 CREATE TABLE forged_1 PARTITION OF forged FOR VALUES FROM (0) TO (100);
 INSERT INTO forged (id) VALUES (1), (2);
-INSERT INTO snowflake_tracked_tables (tracked, version_column, key_columns)
+INSERT INTO snowflake_catalog.snowflake_tracked_tables (tracked, version_column, key_columns)
     VALUES ('forged', 'version', '{k}');
 DROP TABLE forged_1;
 RESET ROLE;
-SELECT key FROM snowflake_tombstones WHERE tracked = 'forged'::regclass ORDER BY version;
+SELECT key FROM snowflake_catalog.snowflake_tombstones WHERE tracked = 'forged'::regclass ORDER BY version;
 DROP TABLE forged;
 DROP CAST (following.mood AS json);
 DROP OWNED BY following_owner;
@@ -257,19 +257,19 @@ DROP ROLE following_owner;
 -- below what was trimmed is refused.
 SELECT version AS before_trim FROM snowflake_changes(NULL::orders, :start, 1000) WHERE kind = 'next' \gset
 SELECT snowflake_trim_tombstones('orders') AS trimmed_while_young;
-UPDATE snowflake_tracked_tables SET keep_tombstones = '1 microsecond' WHERE tracked = 'orders'::regclass;
+UPDATE snowflake_catalog.snowflake_tracked_tables SET keep_tombstones = '1 microsecond' WHERE tracked = 'orders'::regclass;
 SELECT snowflake_trim_tombstones('orders') > 0 AS trimmed_when_old;
 SELECT trimmed_below >= :before_trim AND trimmed_below <= snowflake_settled_bound() AS trimmed_below_the_bound
-FROM snowflake_tracked_tables WHERE tracked = 'orders'::regclass;
+FROM snowflake_catalog.snowflake_tracked_tables WHERE tracked = 'orders'::regclass;
 SELECT regexp_replace(pg_temp.error_of(format('SELECT * FROM snowflake_changes(NULL::orders, %s, 10)', :start)),
                       '[0-9]{10,}', 'N', 'g') AS trimmed_cursor;
 SELECT count(*) AS read_from_the_trim FROM snowflake_changes(NULL::orders,
-    (SELECT trimmed_below FROM snowflake_tracked_tables WHERE tracked = 'orders'::regclass), 10);
+    (SELECT trimmed_below FROM snowflake_catalog.snowflake_tracked_tables WHERE tracked = 'orders'::regclass), 10);
 
 -- Untracking removes the triggers and the tombstones; the column and its index stay.
 SELECT snowflake_untrack_changes('events');
 SELECT count(*) AS triggers_left FROM pg_trigger WHERE tgrelid = 'events'::regclass AND NOT tgisinternal;
-SELECT count(*) AS tombstones_left FROM snowflake_tombstones WHERE tracked::text LIKE 'events%';
+SELECT count(*) AS tombstones_left FROM snowflake_catalog.snowflake_tombstones WHERE tracked::text LIKE 'events%';
 SELECT count(*) AS column_kept FROM pg_attribute WHERE attrelid = 'events'::regclass AND attname = 'changed_at';
 
 DROP TABLE events;

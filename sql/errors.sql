@@ -110,7 +110,7 @@ DROP TRIGGER wrong ON no_key;
 CREATE TRIGGER by_hand AFTER DELETE ON typed_key FOR EACH ROW EXECUTE FUNCTION snowflake_keep_tombstone('id');
 INSERT INTO typed_key VALUES ('a');
 SELECT pg_temp.error_of($$DELETE FROM typed_key$$);
-SELECT count(*) AS tombstones_by_hand FROM snowflake_tombstones WHERE tracked = 'typed_key'::regclass;
+SELECT count(*) AS tombstones_by_hand FROM snowflake_catalog.snowflake_tombstones WHERE tracked = 'typed_key'::regclass;
 DROP TRIGGER by_hand ON typed_key;
 ALTER TABLE followed ALTER version TYPE text;
 SELECT pg_temp.error_of($$INSERT INTO followed (id) VALUES (1)$$);

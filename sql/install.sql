@@ -42,6 +42,63 @@ $$;
 SELECT count(*) >= 10 AS from_every_older_version FROM update_paths;
 SELECT from_version, differences FROM update_paths WHERE differences <> 0;
 
+-- The extension's tables live in snowflake_catalog (1.12), whatever schema the extension is
+-- created in; it cannot move, since its tables would stay behind.
+DROP EXTENSION snowflake;
+CREATE SCHEMA elsewhere;
+CREATE EXTENSION snowflake SCHEMA elsewhere;
+SELECT n.nspname, count(*) FROM pg_depend AS d JOIN pg_class AS c ON c.oid = d.objid
+JOIN pg_namespace AS n ON n.oid = c.relnamespace
+WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'snowflake')
+  AND d.classid = 'pg_class'::regclass AND c.relkind = 'r' GROUP BY 1;
+SELECT elsewhere.snowflake_machine_id(elsewhere.snowflake_nextval()) AS machine_id;
+-- The planner hook knows its function there, by what it is rather than by its name: the plan
+-- gains the condition on the key.
+CREATE TABLE readings (id bigint PRIMARY KEY);
+CREATE FUNCTION pg_temp.gains_key_condition(query text) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+    line text;
+BEGIN
+    FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+        IF line ~ '\(id >= ''[0-9]+''::bigint\)' THEN
+            RETURN true;
+        END IF;
+    END LOOP;
+    RETURN false;
+END
+$$;
+SELECT pg_temp.gains_key_condition($q$SELECT count(*) FROM readings
+    WHERE elsewhere.snowflake_timestamp(id) >= '2025-12-01 20:00+00'$q$);
+DROP TABLE readings;
+ALTER EXTENSION snowflake SET SCHEMA public;
+DROP EXTENSION snowflake;
+SELECT count(*) AS schemas_left FROM pg_namespace WHERE nspname = 'snowflake_catalog';
+
+-- A schema of that name that the extension did not make may be another role's: creating the
+-- extension, or updating it to 1.12, fails rather than taking it.
+CREATE ROLE catalog_squatter;
+GRANT CREATE ON DATABASE snowflake_install TO catalog_squatter;
+SET ROLE catalog_squatter;
+CREATE SCHEMA snowflake_catalog;
+CREATE TABLE snowflake_catalog.snowflake_partitioned_tables (parent oid);
+RESET ROLE;
+CREATE EXTENSION snowflake;
+CREATE EXTENSION snowflake VERSION '1.11';
+ALTER EXTENSION snowflake UPDATE;
+-- Before the update the library reads the setups where 1.11 keeps them, not in her table.
+CREATE TABLE events (id bigint NOT NULL DEFAULT snowflake_nextval() PRIMARY KEY)
+    PARTITION BY RANGE (id);
+SELECT count(*) > 0 AS set_up FROM snowflake_partition_table('events', '1 day', 1);
+SELECT count(*) AS in_her_table FROM snowflake_catalog.snowflake_partitioned_tables;
+SELECT parent FROM public.snowflake_partitioned_tables;
+DROP TABLE events;
+DROP SCHEMA snowflake_catalog CASCADE;
+DROP OWNED BY catalog_squatter;
+DROP ROLE catalog_squatter;
+ALTER EXTENSION snowflake UPDATE;
+SELECT extversion = (SELECT default_version FROM pg_available_extensions WHERE name = 'snowflake')
+    AS updated FROM pg_extension WHERE extname = 'snowflake';
+
 DROP EXTENSION snowflake;
 CREATE EXTENSION snowflake;
 \c contrib_regression

@@ -160,7 +160,7 @@ CREATE TABLE odd (id bigint NOT NULL) PARTITION BY RANGE (id);
 CREATE TABLE odd_mid PARTITION OF odd
     FOR VALUES FROM (snowflake_min_id('2026-01-15')) TO (snowflake_min_id('2026-02-15'));
 SELECT * FROM snowflake_partition_table('odd', '1 month');
-SELECT count(*) FROM snowflake_partitioned_tables WHERE parent = 'odd'::regclass;
+SELECT count(*) FROM snowflake_catalog.snowflake_partitioned_tables WHERE parent = 'odd'::regclass;
 CREATE TABLE with_default (id bigint NOT NULL) PARTITION BY RANGE (id);
 CREATE TABLE with_default_rest PARTITION OF with_default DEFAULT;
 SELECT * FROM snowflake_partition_table('with_default', '1 month');
@@ -282,7 +282,7 @@ SET ROLE partition_stranger;
 SELECT * FROM snowflake_partition_table('hers.t', '1 month');
 SELECT * FROM snowflake_maintain_partitions('hers.t');
 SELECT count(*) FROM snowflake_maintain_partitions();
-INSERT INTO snowflake_partitioned_tables VALUES ('hers.t', '1 day', 1, '1 hour', 'UTC', true);
+INSERT INTO snowflake_catalog.snowflake_partitioned_tables VALUES ('hers.t', '1 day', 1, '1 hour', 'UTC', true);
 \set VERBOSITY default
 RESET ROLE;
 SET ROLE partition_owner;
@@ -355,7 +355,7 @@ RESET ROLE;
 \set VERBOSITY sqlstate
 SELECT * FROM snowflake_partition_table('hers.hidden', '1 month', 0);
 \set VERBOSITY default
-SELECT count(*) AS hidden_setups FROM snowflake_partitioned_tables
+SELECT count(*) AS hidden_setups FROM snowflake_catalog.snowflake_partitioned_tables
 WHERE parent = 'hers.hidden'::regclass;
 
 -- A time zone is named: an abbreviation or a POSIX offset would align differently elsewhere.
@@ -379,13 +379,13 @@ CREATE TABLE ancient_now PARTITION OF ancient
     TO (snowflake_min_id(date_trunc('hour', now()) + interval '1 hour'));
 SELECT * FROM snowflake_partition_table('ancient', '1 hour', 1);
 SELECT count(*) AS ancient_partitions FROM pg_inherits WHERE inhparent = 'ancient'::regclass;
-SELECT count(*) AS ancient_setups FROM snowflake_partitioned_tables WHERE parent = 'ancient'::regclass;
+SELECT count(*) AS ancient_setups FROM snowflake_catalog.snowflake_partitioned_tables WHERE parent = 'ancient'::regclass;
 DROP TABLE ancient;
 
 -- Maintenance of every table goes on past one that fails: its setup written by hand with an
 -- interval the functions never accept, it gets a warning and a row, the others their periods.
 SELECT count(*) > 0 AS set_up FROM snowflake_partition_table('zoned', '1 day', 1);
-UPDATE snowflake_partitioned_tables SET every = '2 days' WHERE parent = 'hers.paths'::regclass;
+UPDATE snowflake_catalog.snowflake_partitioned_tables SET every = '2 days' WHERE parent = 'hers.paths'::regclass;
 DO $$
 DECLARE
     p regclass;
@@ -418,7 +418,7 @@ SELECT count(*) > 0 AS set_up FROM snowflake_partition_table('hers.cancelling', 
 CREATE INDEX ON hers.cancelling ((v + hers.cancels(1)));
 CREATE TABLE after_cancelling (id bigint NOT NULL) PARTITION BY RANGE (id);
 SELECT count(*) > 0 AS set_up FROM snowflake_partition_table('after_cancelling', '1 day', 0);
-UPDATE snowflake_partitioned_tables SET ahead = 1
+UPDATE snowflake_catalog.snowflake_partitioned_tables SET ahead = 1
 WHERE parent IN ('hers.cancelling'::regclass, 'after_cancelling'::regclass);
 SELECT parent, action FROM snowflake_maintain_partitions()
 WHERE parent IN ('hers.cancelling'::regclass, 'after_cancelling'::regclass) ORDER BY 1::text, 2;
@@ -444,7 +444,7 @@ CREATE TABLE hers.nesting (id bigint NOT NULL, v integer) PARTITION BY RANGE (id
 ALTER TABLE hers.nesting OWNER TO partition_owner;
 SELECT count(*) > 0 AS set_up FROM snowflake_partition_table('hers.nesting', '1 day', 0);
 CREATE INDEX ON hers.nesting ((v + hers.maintains_every_table(1)));
-UPDATE snowflake_partitioned_tables SET ahead = 1 WHERE parent = 'hers.nesting'::regclass;
+UPDATE snowflake_catalog.snowflake_partitioned_tables SET ahead = 1 WHERE parent = 'hers.nesting'::regclass;
 SET client_min_messages = error;
 SELECT parent, action FROM snowflake_maintain_partitions()
 WHERE parent = 'hers.nesting'::regclass;
@@ -501,7 +501,7 @@ EXCEPTION WHEN duplicate_table THEN
 END
 $$;
 SELECT count(*) AS squat_partitions FROM pg_inherits WHERE inhparent = 'squat'::regclass;
-SELECT count(*) AS squat_setups FROM snowflake_partitioned_tables WHERE parent = 'squat'::regclass;
+SELECT count(*) AS squat_setups FROM snowflake_catalog.snowflake_partitioned_tables WHERE parent = 'squat'::regclass;
 
 -- A temporary table is refused: maintenance in other sessions could not reach it; so is one
 -- typed by a temporary type, which goes with its session too.
@@ -541,5 +541,5 @@ DROP SCHEMA hers CASCADE;
 RESET client_min_messages;
 DROP ROLE partition_owner;
 DROP ROLE partition_stranger;
-DELETE FROM snowflake_partitioned_tables;
+DELETE FROM snowflake_catalog.snowflake_partitioned_tables;
 RESET search_path;

@@ -37,10 +37,10 @@ BEGIN
     PERFORM snowflake_maintain_partitions('events');
     PERFORM snowflake_maintain_partitions();
     CALL snowflake_run_partition_maintenance();
-    ASSERT (SELECT ahead FROM snowflake_partitioned_tables
+    ASSERT (SELECT ahead FROM snowflake_catalog.snowflake_partitioned_tables
             WHERE parent::regclass = 'events'::regclass) = 2;
     DROP TABLE events;
-    ASSERT NOT EXISTS (SELECT FROM snowflake_partitioned_tables);
+    ASSERT NOT EXISTS (SELECT FROM snowflake_catalog.snowflake_partitioned_tables);
 END
 $$;
 
@@ -56,24 +56,22 @@ CREATE PUBLICATION covering FOR ALL TABLES
     WITH (publish = 'update, delete, truncate', publish_via_partition_root = true);
 CALL pg_temp.drop_everything();
 DROP PUBLICATION covering;
-SELECT format('CREATE PUBLICATION covering FOR TABLES IN SCHEMA %I', n.nspname)
-FROM pg_extension AS e JOIN pg_namespace AS n ON n.oid = e.extnamespace
-WHERE e.extname = 'snowflake' \gexec
+CREATE PUBLICATION covering FOR TABLES IN SCHEMA snowflake_catalog;
 CALL pg_temp.drop_everything();
 DROP PUBLICATION covering;
-CREATE PUBLICATION covering FOR TABLE snowflake_partitioned_tables;
+CREATE PUBLICATION covering FOR TABLE snowflake_catalog.snowflake_partitioned_tables;
 CALL pg_temp.drop_everything();
 DROP PUBLICATION covering;
-CREATE PUBLICATION covering FOR TABLE snowflake_partitioned_tables WHERE (ahead > 1);
+CREATE PUBLICATION covering FOR TABLE snowflake_catalog.snowflake_partitioned_tables WHERE (ahead > 1);
 CALL pg_temp.drop_everything();
 DROP PUBLICATION covering;
 -- A column list that leaves out columns of the replica identity: PostgreSQL refuses any UPDATE
 -- or DELETE of the table through the executor, which the extension therefore does not use.
-CREATE PUBLICATION covering FOR TABLE snowflake_partitioned_tables (parent, every);
+CREATE PUBLICATION covering FOR TABLE snowflake_catalog.snowflake_partitioned_tables (parent, every);
 CALL pg_temp.drop_everything();
 DROP PUBLICATION covering;
 CREATE TABLE filtered (a int PRIMARY KEY, b int);
-CREATE PUBLICATION covering FOR TABLE filtered WHERE (a > 0), snowflake_partitioned_tables (every);
+CREATE PUBLICATION covering FOR TABLE filtered WHERE (a > 0), snowflake_catalog.snowflake_partitioned_tables (every);
 CALL pg_temp.drop_everything();
 DROP PUBLICATION covering;
 CREATE PUBLICATION covering FOR TABLE filtered (a);
@@ -84,11 +82,11 @@ RESET client_min_messages;
 
 -- The replica identity of the configuration table is every column: a subscriber that receives
 -- its rows, and a change data capture tool, see the whole row of each change.
-SELECT relreplident FROM pg_class WHERE oid = 'snowflake_partitioned_tables'::regclass;
+SELECT relreplident FROM pg_class WHERE oid = 'snowflake_catalog.snowflake_partitioned_tables'::regclass;
 -- The trigger that keeps a subscriber's setups its own fires only in logical replication's
 -- workers, and is the configuration table's alone.
 SELECT tgname, tgenabled FROM pg_trigger
-WHERE tgrelid = 'snowflake_partitioned_tables'::regclass ORDER BY tgname;
+WHERE tgrelid = 'snowflake_catalog.snowflake_partitioned_tables'::regclass ORDER BY tgname;
 CREATE TABLE other (a int);
 CREATE TRIGGER misplaced BEFORE INSERT ON other
     FOR EACH ROW EXECUTE FUNCTION snowflake_keep_setups_local();
@@ -98,12 +96,12 @@ DROP TABLE other;
 -- written (the superuser asked for it).
 CREATE TABLE events (id bigint PRIMARY KEY DEFAULT snowflake_nextval()) PARTITION BY RANGE (id);
 SET session_replication_role = replica;
-INSERT INTO snowflake_partitioned_tables (parent, every, ahead, time_zone)
+INSERT INTO snowflake_catalog.snowflake_partitioned_tables (parent, every, ahead, time_zone)
 VALUES ('events', '1 day', 1, 'UTC');
 RESET session_replication_role;
-SELECT parent, every, ahead FROM snowflake_partitioned_tables;
+SELECT parent, every, ahead FROM snowflake_catalog.snowflake_partitioned_tables;
 DROP TABLE events;
-SELECT count(*) AS rows_left FROM snowflake_partitioned_tables;
+SELECT count(*) AS rows_left FROM snowflake_catalog.snowflake_partitioned_tables;
 
 -- A read-only transaction and a read-only session: every call that writes refuses before it does
 -- anything, naming the way out.
@@ -138,7 +136,7 @@ ALTER EXTENSION snowflake UPDATE;
 SELECT e.extversion = a.default_version AS at_default_version
 FROM pg_extension AS e JOIN pg_available_extensions AS a ON a.name = e.extname
 WHERE e.extname = 'snowflake';
-SELECT count(*) AS rows_left FROM snowflake_partitioned_tables;
+SELECT count(*) AS rows_left FROM snowflake_catalog.snowflake_partitioned_tables;
 CREATE TABLE dropped (a int);
 DROP TABLE dropped;
 DROP EXTENSION snowflake;
@@ -147,6 +145,6 @@ ALTER EXTENSION snowflake UPDATE;
 CREATE TABLE events (id bigint PRIMARY KEY DEFAULT snowflake_nextval()) PARTITION BY RANGE (id);
 SELECT count(*) > 0 AS set_up FROM snowflake_partition_table('events', '1 day', ahead => 1);
 DROP TABLE events;
-SELECT count(*) AS rows_left FROM snowflake_partitioned_tables;
+SELECT count(*) AS rows_left FROM snowflake_catalog.snowflake_partitioned_tables;
 \c contrib_regression
 DROP DATABASE snowflake_publications;

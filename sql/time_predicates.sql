@@ -129,14 +129,8 @@ WHERE EXISTS (SELECT 1 FROM readings r
               WHERE r.sensor = s.sensor AND snowflake_timestamp(r.id) < '2025-12-01 00:01+00');
 RESET enable_hashjoin;
 
--- The function is recognised by what it is, not by its name: through another schema it is
--- rewritten, an impostor of the same name is not.
-CREATE SCHEMA elsewhere;
-ALTER EXTENSION snowflake SET SCHEMA elsewhere;
-EXPLAIN (COSTS OFF) SELECT count(*) FROM readings
-WHERE elsewhere.snowflake_timestamp(id) >= '2025-12-01 20:00+00';
-ALTER EXTENSION snowflake SET SCHEMA public;
-DROP SCHEMA elsewhere;
+-- The function is recognised by what it is, not by its name: an impostor of the same name is not
+-- rewritten (sql/install.sql shows the extension's own in another schema).
 CREATE SCHEMA impostor;
 CREATE FUNCTION impostor.snowflake_timestamp(id bigint) RETURNS timestamptz
     LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN RETURN to_timestamp(id % 100000); END $$;

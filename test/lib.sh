@@ -13,8 +13,8 @@ readonly DEBIAN_PG_CONFIG=/usr/lib/postgresql/$DEBIAN_PG_MAJOR/bin/pg_config
 PG_CONFIG=${PG_CONFIG:-$DEBIAN_PG_CONFIG}
 readonly SERVER_USER=postgres
 APT_PACKAGES=(make gcc g++ git clang-14 libclang-rt-14-dev libgtest-dev libipc-run-perl libfaketime
-    pgxnclient python3-psycopg python3-django python3-psycopg2 libpostgresql-jdbc-java
-    default-jdk-headless)
+    pgxnclient python3-psycopg python3-django python3-psycopg2 python3-alembic ruby-activerecord
+    ruby-pg libpostgresql-jdbc-java default-jdk-headless)
 if [ "$PG_CONFIG" = "$DEBIAN_PG_CONFIG" ]; then
     # pg_cron, Debian's build for its PostgreSQL only: test/t/025_partitions.pl runs the README's
     # scheduled maintenance with it (and skips where it is not installed).

@@ -6,9 +6,13 @@ extern "C" {
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "catalog/dependency.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_language.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
+#include "commands/extension.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
@@ -64,4 +68,17 @@ Oid snowflake_id_type_in(Oid schema) {
     const Oid input = reinterpret_cast<Form_pg_type>(GETSTRUCT(tuple))->typinput;
     ReleaseSysCache(tuple);
     return snowflake_is_library_function(input, "snowflake_in") ? type : InvalidOid;
+}
+
+// Membership decides, not the name: before the update to 1.12 a role with CREATE on the database
+// may have made a schema of that name, with tables of the same names in it.
+Oid snowflake_extension_table(Oid extension_schema, const char *name) {
+    const Oid catalog = get_namespace_oid(kTablesSchema, true);
+    if (OidIsValid(catalog)) {
+        const Oid extension = getExtensionOfObject(NamespaceRelationId, catalog);
+        if (OidIsValid(extension) && extension == get_extension_oid("snowflake", true)) {
+            return get_relname_relid(name, catalog);
+        }
+    }
+    return get_relname_relid(name, extension_schema);
 }

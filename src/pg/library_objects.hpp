@@ -12,3 +12,11 @@ Oid snowflake_id_type_beside(Oid function);
 
 // The snowflake type of the installation in that schema (the extension's), or InvalidOid.
 Oid snowflake_id_type_in(Oid schema);
+
+// The schema that holds the extension's tables from version 1.12.
+inline constexpr char kTablesSchema[] = "snowflake_catalog";
+
+// One of the extension's own tables, by name: in snowflake_catalog where the installation made
+// that schema (1.12 and later), else in the extension's schema, which held them before. A schema
+// of that name that another role made is never read. InvalidOid where the table is missing.
+Oid snowflake_extension_table(Oid extension_schema, const char *name);

@@ -1,14 +1,55 @@
 -- The snowflake extension, from 1.11 to 1.12: following every change of a table. A tracked
 -- table's inserts and updates take a version from the generator, its deletes, key changes and
--- truncations leave tombstones, and snowflake_changes() reads them below the settled bound.
+-- truncations leave tombstones, and snowflake_changes() reads them below the settled bound. The
+-- extension's tables move to a schema of their own, snowflake_catalog.
 \echo Use "ALTER EXTENSION snowflake UPDATE TO '1.12'" to load this file. \quit
+
+-- The extension's tables live in a schema of their own from 1.12, so that an application's
+-- schema tools (Alembic, a Rails schema.rb, a truncation of every table) never take them for the
+-- application's. Its name is fixed: the scripts and the library name the tables with it, and the
+-- extension is no longer relocatable. No IF NOT EXISTS: a schema of that name that the
+-- extension did not make could be another role's, and the update fails instead.
+CREATE SCHEMA snowflake_catalog;
+COMMENT ON SCHEMA snowflake_catalog IS
+    'The tables of the snowflake extension: the setups of time partitions and of tracked tables, and the tombstones';
+GRANT USAGE ON SCHEMA snowflake_catalog TO PUBLIC;
+ALTER TABLE snowflake_partitioned_tables SET SCHEMA snowflake_catalog;
+
+-- Dumps and scripts from before 1.12 name the setups' table in the extension's schema. A view
+-- of that name takes their reads and writes there, and an INSTEAD OF trigger takes the COPY of
+-- an older dump's setups, which a restore into 1.12 would otherwise fail. Schema tools list
+-- tables, not views, and pg_dump leaves a member of the extension out. Its rights are the
+-- table's: anyone reads, and only the table's owner writes, through it as directly.
+CREATE VIEW snowflake_partitioned_tables AS
+SELECT parent, every, ahead, retain, time_zone, drop_expired
+FROM snowflake_catalog.snowflake_partitioned_tables;
+GRANT SELECT ON snowflake_partitioned_tables TO PUBLIC;
+COMMENT ON VIEW snowflake_partitioned_tables IS
+    'The setups of time partitions, where 1.7 to 1.11 kept them: snowflake_catalog.snowflake_partitioned_tables since 1.12';
+CREATE FUNCTION snowflake_insert_setup_of_older_dump() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $insert$
+BEGIN
+    INSERT INTO snowflake_catalog.snowflake_partitioned_tables
+        (parent, every, ahead, retain, time_zone, drop_expired)
+    VALUES (NEW.parent, NEW.every, NEW.ahead, NEW.retain, NEW.time_zone, NEW.drop_expired);
+    RETURN NEW;
+END
+$insert$;
+REVOKE EXECUTE ON FUNCTION snowflake_insert_setup_of_older_dump() FROM PUBLIC;
+COMMENT ON FUNCTION snowflake_insert_setup_of_older_dump() IS
+    'Trigger of the view snowflake_partitioned_tables: inserts a row of a dump or script from before 1.12 into snowflake_catalog.snowflake_partitioned_tables';
+CREATE TRIGGER snowflake_insert_setup_of_older_dump
+    INSTEAD OF INSERT ON snowflake_partitioned_tables
+    FOR EACH ROW EXECUTE FUNCTION snowflake_insert_setup_of_older_dump();
 
 -- One row per tracked table: its version column, its key, how long its tombstones are kept, and
 -- the version below which they were trimmed. A role writes only the rows of tables it owns,
 -- through the functions below, which run as the caller; it may change keep_tombstones by hand.
 -- Only snowflake_trim_tombstones(), as the extension's owner, moves trimmed_below, which readers
 -- trust. pg_dump keeps the rows.
-CREATE TABLE snowflake_tracked_tables (
+CREATE TABLE snowflake_catalog.snowflake_tracked_tables (
     tracked regclass PRIMARY KEY,
     version_column name NOT NULL,
     key_columns name[] NOT NULL,
@@ -18,41 +59,41 @@ CREATE TABLE snowflake_tracked_tables (
     began_empty boolean NOT NULL DEFAULT true,
     trimmed_below bigint NOT NULL DEFAULT 0
 );
-SELECT pg_catalog.pg_extension_config_dump('snowflake_tracked_tables', '');
-COMMENT ON TABLE snowflake_tracked_tables IS
+SELECT pg_catalog.pg_extension_config_dump('snowflake_catalog.snowflake_tracked_tables', '');
+COMMENT ON TABLE snowflake_catalog.snowflake_tracked_tables IS
     'The tables that snowflake_track_changes() made followable: version column, key, trimmed versions';
-ALTER TABLE snowflake_tracked_tables ENABLE ROW LEVEL SECURITY;
-CREATE POLICY owners_write ON snowflake_tracked_tables
+ALTER TABLE snowflake_catalog.snowflake_tracked_tables ENABLE ROW LEVEL SECURITY;
+CREATE POLICY owners_write ON snowflake_catalog.snowflake_tracked_tables
     USING (pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class AS c
                                    WHERE c.oid = tracked), 'USAGE'));
-CREATE POLICY everyone_reads ON snowflake_tracked_tables FOR SELECT USING (true);
-GRANT SELECT, DELETE ON snowflake_tracked_tables TO PUBLIC;
+CREATE POLICY everyone_reads ON snowflake_catalog.snowflake_tracked_tables FOR SELECT USING (true);
+GRANT SELECT, DELETE ON snowflake_catalog.snowflake_tracked_tables TO PUBLIC;
 GRANT INSERT (tracked, version_column, key_columns, keep_tombstones, tracked_from, began_empty),
       UPDATE (keep_tombstones)
-    ON snowflake_tracked_tables TO PUBLIC;
+    ON snowflake_catalog.snowflake_tracked_tables TO PUBLIC;
 
 -- The deletes, old keys and truncations of tracked tables, each under the tracked table (the
 -- root of a partitioned one). Only the extension's owner writes here (the C trigger inserts as
 -- that owner). A role reads the tombstones of the tables it may read whole: a key alone cannot
 -- be judged by a policy of the table.
-CREATE TABLE snowflake_tombstones (
+CREATE TABLE snowflake_catalog.snowflake_tombstones (
     tracked regclass NOT NULL,
     version bigint NOT NULL,
     kind "char" NOT NULL,
     key jsonb,
     PRIMARY KEY (tracked, version)
 );
-SELECT pg_catalog.pg_extension_config_dump('snowflake_tombstones', '');
-COMMENT ON TABLE snowflake_tombstones IS
+SELECT pg_catalog.pg_extension_config_dump('snowflake_catalog.snowflake_tombstones', '');
+COMMENT ON TABLE snowflake_catalog.snowflake_tombstones IS
     'The deletes, old keys and truncations of tracked tables, read through snowflake_changes()';
-ALTER TABLE snowflake_tombstones ENABLE ROW LEVEL SECURITY;
-CREATE POLICY readers_of_the_table ON snowflake_tombstones FOR SELECT
+ALTER TABLE snowflake_catalog.snowflake_tombstones ENABLE ROW LEVEL SECURITY;
+CREATE POLICY readers_of_the_table ON snowflake_catalog.snowflake_tombstones FOR SELECT
     USING (CASE WHEN pg_catalog.has_table_privilege(tracked, 'SELECT')
                 THEN NOT pg_catalog.row_security_active(tracked) ELSE false END);
 -- The versions lead an index, so that the floor from stored keys reads them after a start without
 -- the mark file (src/pg/keys_floor/keys_queries.hpp).
-CREATE INDEX ON snowflake_tombstones (version);
-GRANT SELECT ON snowflake_tombstones TO PUBLIC;
+CREATE INDEX ON snowflake_catalog.snowflake_tombstones (version);
+GRANT SELECT ON snowflake_catalog.snowflake_tombstones TO PUBLIC;
 
 -- C: a row that a logical replication worker applies to the two tables above is skipped, so
 -- that a subscriber keeps its own tracking and tombstones; the tombstones its own tracked tables
@@ -64,13 +105,13 @@ REVOKE EXECUTE ON FUNCTION snowflake_keep_changes_local() FROM PUBLIC;
 COMMENT ON FUNCTION snowflake_keep_changes_local() IS
     'Trigger of snowflake_tracked_tables and snowflake_tombstones: skips the rows a logical replication worker applies, except the subscriber''s own tombstones';
 CREATE TRIGGER snowflake_keep_changes_local
-    BEFORE INSERT OR UPDATE OR DELETE ON snowflake_tracked_tables
+    BEFORE INSERT OR UPDATE OR DELETE ON snowflake_catalog.snowflake_tracked_tables
     FOR EACH ROW EXECUTE FUNCTION snowflake_keep_changes_local();
-ALTER TABLE snowflake_tracked_tables ENABLE REPLICA TRIGGER snowflake_keep_changes_local;
+ALTER TABLE snowflake_catalog.snowflake_tracked_tables ENABLE REPLICA TRIGGER snowflake_keep_changes_local;
 CREATE TRIGGER snowflake_keep_changes_local
-    BEFORE INSERT OR UPDATE OR DELETE ON snowflake_tombstones
+    BEFORE INSERT OR UPDATE OR DELETE ON snowflake_catalog.snowflake_tombstones
     FOR EACH ROW EXECUTE FUNCTION snowflake_keep_changes_local();
-ALTER TABLE snowflake_tombstones ENABLE REPLICA TRIGGER snowflake_keep_changes_local;
+ALTER TABLE snowflake_catalog.snowflake_tombstones ENABLE REPLICA TRIGGER snowflake_keep_changes_local;
 
 -- C: the BEFORE INSERT OR UPDATE row trigger that stamps the version column.
 CREATE FUNCTION snowflake_stamp_version() RETURNS trigger
@@ -167,15 +208,14 @@ DECLARE
     keys name[];
     kept bigint;
 BEGIN
-    EXECUTE format('SELECT EXISTS (SELECT FROM %I.snowflake_tracked_tables AS t WHERE t.tracked = $1)',
-                   extension_schema)
+    EXECUTE 'SELECT EXISTS (SELECT FROM snowflake_catalog.snowflake_tracked_tables AS t WHERE t.tracked = $1)'
         INTO tracked USING root;
     IF root = leaving OR NOT tracked THEN
         RETURN 0;
     END IF;
     -- From the catalog and checked again: the setup's row is its table owner's to write.
     EXECUTE format('SELECT %I.snowflake_key_columns($1)', extension_schema) INTO keys USING root;
-    EXECUTE format('INSERT INTO %1$I.snowflake_tombstones (tracked, version, kind, key) '
+    EXECUTE format('INSERT INTO snowflake_catalog.snowflake_tombstones (tracked, version, kind, key) '
                    'SELECT $1, %1$I.snowflake_nextval(), ''d'', jsonb_build_object(%2$s) FROM %3$s AS p',
                    extension_schema,
                    (SELECT string_agg(format('%L, p.%I', k, k), ', ') FROM unnest(keys) AS k),
@@ -204,14 +244,12 @@ DECLARE
                                     WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0);
 BEGIN
     IF cardinality(dropped) = 0 OR extension_schema IS NULL
-       OR to_regclass(format('%I.snowflake_tombstones', extension_schema)) IS NULL
-       OR to_regclass(format('%I.snowflake_tombstones', extension_schema)) = ANY (dropped) THEN
+       OR to_regclass('snowflake_catalog.snowflake_tombstones') IS NULL
+       OR to_regclass('snowflake_catalog.snowflake_tombstones') = ANY (dropped) THEN
         RETURN;
     END IF;
-    EXECUTE format('DELETE FROM %I.snowflake_tombstones AS d WHERE d.tracked::oid = ANY ($1)',
-                   extension_schema) USING dropped;
-    EXECUTE format('DELETE FROM %I.snowflake_tracked_tables AS t WHERE t.tracked::oid = ANY ($1)',
-                   extension_schema) USING dropped;
+    EXECUTE 'DELETE FROM snowflake_catalog.snowflake_tombstones AS d WHERE d.tracked::oid = ANY ($1)' USING dropped;
+    EXECUTE 'DELETE FROM snowflake_catalog.snowflake_tracked_tables AS t WHERE t.tracked::oid = ANY ($1)' USING dropped;
 END
 $dropped$;
 REVOKE EXECUTE ON FUNCTION snowflake_forget_dropped_tracking() FROM PUBLIC;
@@ -265,8 +303,8 @@ BEGIN
                   DETAIL = 'Their rows can go or be read without a version or a tombstone.',
                   HINT = 'Track a permanent table, or a partitioned one.';
     END IF;
-    EXECUTE format('SELECT EXISTS (SELECT FROM %I.snowflake_tracked_tables AS t '
-                   'WHERE t.tracked = $1)', extension_schema)
+    EXECUTE 'SELECT EXISTS (SELECT FROM snowflake_catalog.snowflake_tracked_tables AS t '
+                   'WHERE t.tracked = $1)'
         INTO already USING tracked;
     IF already THEN
         RAISE EXCEPTION '% is tracked already', tracked
@@ -329,9 +367,8 @@ BEGIN
     -- table was empty, so that no copy from an earlier tracking follows on past a gap.
     EXECUTE format('SELECT %I.snowflake_settled_bound()', extension_schema) INTO bound;
     EXECUTE format('SELECT NOT EXISTS (SELECT FROM %s)', tracked) INTO empty;
-    EXECUTE format('INSERT INTO %I.snowflake_tracked_tables (tracked, version_column, key_columns, '
-                   'keep_tombstones, tracked_from, began_empty) VALUES ($1, $2, $3, $4, $5, $6)',
-                   extension_schema)
+    EXECUTE 'INSERT INTO snowflake_catalog.snowflake_tracked_tables (tracked, version_column, key_columns, '
+                   'keep_tombstones, tracked_from, began_empty) VALUES ($1, $2, $3, $4, $5, $6)'
         USING tracked, version_column, keys, keep_tombstones, bound, empty;
 END
 $track$;
@@ -352,8 +389,8 @@ DECLARE
     trigger_name name;
     known boolean;
 BEGIN
-    EXECUTE format('SELECT EXISTS (SELECT FROM %I.snowflake_tracked_tables AS t '
-                   'WHERE t.tracked = $1)', extension_schema)
+    EXECUTE 'SELECT EXISTS (SELECT FROM snowflake_catalog.snowflake_tracked_tables AS t '
+                   'WHERE t.tracked = $1)'
         INTO known USING tracked;
     IF NOT known THEN
         RAISE EXCEPTION '% is not tracked', coalesce(tracked::text, 'NULL')
@@ -364,8 +401,7 @@ BEGIN
                                         'snowflake_keep_old_keys', 'snowflake_keep_truncations'] LOOP
         EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', trigger_name, tracked);
     END LOOP;
-    EXECUTE format('DELETE FROM %I.snowflake_tracked_tables AS t WHERE t.tracked = $1',
-                   extension_schema) USING tracked;
+    EXECUTE 'DELETE FROM snowflake_catalog.snowflake_tracked_tables AS t WHERE t.tracked = $1' USING tracked;
     EXECUTE format('SELECT %I.snowflake_forget_tombstones($1)', extension_schema) USING tracked;
 END
 $untrack$;
@@ -386,16 +422,15 @@ DECLARE
         WHERE e.extname = 'snowflake');
     still_tracked boolean;
 BEGIN
-    EXECUTE format('SELECT EXISTS (SELECT FROM %I.snowflake_tracked_tables AS t '
-                   'WHERE t.tracked = $1)', extension_schema)
+    EXECUTE 'SELECT EXISTS (SELECT FROM snowflake_catalog.snowflake_tracked_tables AS t '
+                   'WHERE t.tracked = $1)'
         INTO still_tracked USING tracked;
     IF still_tracked THEN
         RAISE EXCEPTION '% is still tracked', tracked
             USING ERRCODE = 'object_in_use',
                   HINT = 'Its owner calls snowflake_untrack_changes(), which forgets its tombstones.';
     END IF;
-    EXECUTE format('DELETE FROM %I.snowflake_tombstones AS d WHERE d.tracked = $1',
-                   extension_schema) USING tracked;
+    EXECUTE 'DELETE FROM snowflake_catalog.snowflake_tombstones AS d WHERE d.tracked = $1' USING tracked;
 END
 $forget$;
 COMMENT ON FUNCTION snowflake_forget_tombstones(regclass) IS
@@ -424,17 +459,16 @@ DECLARE
     total bigint := 0;
 BEGIN
     EXECUTE format('SELECT %I.snowflake_settled_bound()', extension_schema) INTO bound;
-    FOR setup IN EXECUTE format('SELECT t.tracked, t.keep_tombstones FROM %I.snowflake_tracked_tables AS t '
-                                'WHERE $1 IS NULL OR t.tracked = $1 ORDER BY t.tracked', extension_schema)
+    FOR setup IN EXECUTE 'SELECT t.tracked, t.keep_tombstones FROM snowflake_catalog.snowflake_tracked_tables AS t '
+                                'WHERE $1 IS NULL OR t.tracked = $1 ORDER BY t.tracked'
                  USING tracked LOOP
         EXECUTE format('SELECT least($1, %1$I.snowflake_min_id(greatest('
                        'pg_catalog.now() - $2, %1$I.snowflake_timestamp(0))))', extension_schema)
             INTO below USING bound, setup.keep_tombstones;
-        EXECUTE format('DELETE FROM %I.snowflake_tombstones AS d WHERE d.tracked = $1 AND d.version < $2',
-                       extension_schema) USING setup.tracked, below;
+        EXECUTE 'DELETE FROM snowflake_catalog.snowflake_tombstones AS d WHERE d.tracked = $1 AND d.version < $2' USING setup.tracked, below;
         GET DIAGNOSTICS removed = ROW_COUNT;
-        EXECUTE format('UPDATE %I.snowflake_tracked_tables AS t SET trimmed_below = $2 '
-                       'WHERE t.tracked = $1 AND t.trimmed_below < $2', extension_schema)
+        EXECUTE 'UPDATE snowflake_catalog.snowflake_tracked_tables AS t SET trimmed_below = $2 '
+                       'WHERE t.tracked = $1 AND t.trimmed_below < $2'
             USING setup.tracked, below;
         total := total + removed;
     END LOOP;
@@ -481,9 +515,8 @@ BEGIN
                   DETAIL = 'Its snapshot was taken before the settled bound is read, so changes committed in between would be skipped.',
                   HINT = 'Run it in a READ COMMITTED transaction (the default).';
     END IF;
-    EXECUTE format('SELECT t.version_column, t.key_columns, t.trimmed_below, t.tracked_from, '
-                   't.began_empty FROM %I.snowflake_tracked_tables AS t WHERE t.tracked = $1',
-                   extension_schema)
+    EXECUTE 'SELECT t.version_column, t.key_columns, t.trimmed_below, t.tracked_from, '
+                   't.began_empty FROM snowflake_catalog.snowflake_tracked_tables AS t WHERE t.tracked = $1'
         INTO setup USING target;
     IF setup IS NULL THEN
         RAISE EXCEPTION '% is not tracked', target
@@ -539,7 +572,7 @@ BEGIN
         '    UNION ALL'
         '    (SELECT d.version, CASE d.kind WHEN ''t'' THEN ''truncate'' ELSE ''delete'' END,'
         '            CASE d.kind WHEN ''d'' THEN %3$I.snowflake_key_row(NULL::%2$s, d.key) END'
-        '     FROM %3$I.snowflake_tombstones AS d'
+        '     FROM snowflake_catalog.snowflake_tombstones AS d'
         '     WHERE d.tracked = %4$L AND d.version >= $1 AND d.version < $2'
         '       AND (d.kind = ''t'' OR NOT EXISTS (SELECT FROM %2$s AS t,'
         '            %3$I.snowflake_key_row(NULL::%2$s, d.key) AS p WHERE %5$s))'
@@ -555,8 +588,8 @@ BEGIN
         USING after_version, bound, max_changes;
     -- Read after the page, in a later snapshot: a trim that committed before the page's snapshot
     -- is seen here, so a page it emptied is never returned.
-    EXECUTE format('SELECT t.trimmed_below FROM %I.snowflake_tracked_tables AS t '
-                   'WHERE t.tracked = $1', extension_schema)
+    EXECUTE 'SELECT t.trimmed_below FROM snowflake_catalog.snowflake_tracked_tables AS t '
+                   'WHERE t.tracked = $1'
         INTO setup.trimmed_below USING target;
     IF after_version < setup.trimmed_below THEN
         RAISE EXCEPTION 'the tombstones of % below version % were trimmed, and the cursor % is older', target, setup.trimmed_below, after_version

@@ -97,7 +97,7 @@ $node->command_ok(
     ['pg_restore', '--exit-on-error', '-d', $node->connstr('restored'), "$tmp/events.dump"],
     'the dump restores without an error');
 my $setup_query =
-  q(SELECT parent, every, ahead, retain, time_zone, drop_expired FROM snowflake_partitioned_tables);
+  q(SELECT parent, every, ahead, retain, time_zone, drop_expired FROM snowflake_catalog.snowflake_partitioned_tables);
 is($node->safe_psql('restored', $setup_query), $node->safe_psql('postgres', $setup_query),
     'the restored database has the setup');
 is($node->safe_psql('restored',
@@ -191,7 +191,7 @@ SELECT * FROM snowflake_partition_table('events', '1 hour', 1);
         q(SELECT count(*) FROM pg_inherits WHERE inhparent = 'events'::regclass));
     # A larger ahead in the setup, which the scheduled maintenance then fills.
     $cron->safe_psql('postgres',
-        q(UPDATE snowflake_partitioned_tables SET ahead = 4 WHERE parent = 'events'::regclass));
+        q(UPDATE snowflake_catalog.snowflake_partitioned_tables SET ahead = 4 WHERE parent = 'events'::regclass));
     $cron->safe_psql('postgres', q(
 SELECT cron.schedule('snowflake-partitions', '* * * * *',
                      'CALL snowflake_run_partition_maintenance()');

@@ -35,7 +35,7 @@ $notes;
 SELECT count(*) FROM snowflake_partition_table('events', '1 day', ahead => 2);
 ));
 my $setups = q(SELECT string_agg(parent::text || ' ahead ' || ahead, ', ' ORDER BY parent::text)
-FROM snowflake_partitioned_tables);
+FROM snowflake_catalog.snowflake_partitioned_tables);
 my $connection = 'host=' . $publisher->host . ' port=' . $publisher->port . ' dbname=postgres';
 $subscriber->safe_psql('postgres',
     "CREATE SUBSCRIPTION everything CONNECTION '$connection' PUBLICATION everything");
@@ -99,7 +99,7 @@ is($subscriber->safe_psql('postgres', $setups), 'events ahead 2',
 # pg_dump of both sides holds each one's own setup.
 for my $node ($publisher, $subscriber) {
     my ($dump, $stderr) = run_command([ 'pg_dump', '--data-only',
-            '--table=snowflake_partitioned_tables', '--dbname=' . $node->connstr('postgres') ]);
+            '--table=snowflake_catalog.snowflake_partitioned_tables', '--dbname=' . $node->connstr('postgres') ]);
     my $ahead = $node == $publisher ? 3 : 2;
     like($dump, qr/^public\.events\t1 day\t$ahead\t/m,
         'pg_dump of the ' . $node->name . ' holds its own setup');
@@ -118,7 +118,7 @@ DELETE FROM notes WHERE body IN ('tracked 2', 'tracked 3');
 ));
 $publisher->wait_for_catchup($_) for 'everything', 'in_binary';
 my $changes = q(SELECT string_agg(kind || ':' || coalesce((data).body, '-'), ',' ORDER BY version)
-    FROM snowflake_changes(NULL::notes, (SELECT tracked_from FROM snowflake_tracked_tables
+    FROM snowflake_changes(NULL::notes, (SELECT tracked_from FROM snowflake_catalog.snowflake_tracked_tables
                                          WHERE tracked = 'notes'::regclass), 1000)
     WHERE kind <> 'next');
 my $from_publisher = $publisher->safe_psql('postgres', $changes);
@@ -127,7 +127,7 @@ is($subscriber->safe_psql('postgres', $changes), $from_publisher,
 is($subscriber->safe_psql('postgres', q(SELECT count(*) FROM notes AS s WHERE
     snowflake_machine_id(s.version) <> 2 AND (s.body LIKE 'tracked%' OR s.body = 'changed'))), '0',
     'the subscriber stamped every applied row with a version of its own');
-is($subscriber->safe_psql('postgres', q(SELECT count(*) FROM snowflake_tombstones
+is($subscriber->safe_psql('postgres', q(SELECT count(*) FROM snowflake_catalog.snowflake_tombstones
     WHERE snowflake_machine_id(version) <> 2)), '0',
     "and kept its own tombstones, none of the publisher's");
 

@@ -68,7 +68,7 @@ BEGIN
              WHERE i.version > seen
              UNION ALL
              SELECT d.version, d.kind::text, (d.key->>'id')::bigint, NULL, NULL
-             FROM snowflake_tombstones AS d
+             FROM snowflake_catalog.snowflake_tombstones AS d
              WHERE d.tracked = 'items'::regclass AND d.version > seen
              ORDER BY 1 LOOP
         IF c.kind = 'row' THEN
@@ -217,7 +217,7 @@ follow(400, 1);
 # Every writer has ended: the readers read until a page is not full and ends at a bound above
 # every version there is.
 my $last = $node->safe_psql('postgres', q(SELECT greatest(
-    (SELECT max(version) FROM items), (SELECT max(version) FROM snowflake_tombstones))));
+    (SELECT max(version) FROM items), (SELECT max(version) FROM snowflake_catalog.snowflake_tombstones))));
 for (1 .. 10000) {
     read_once(1);
     last if $fast_cursor > $last && $slow_cursor > $last && $late_cursor > $last;
@@ -241,7 +241,7 @@ note('the reader by the versions alone ends with ' . $node->safe_psql('postgres'
       . ' rows that differ');
 my ($deletes, $truncations) = split /\|/, $node->safe_psql('postgres',
     q(SELECT count(*) FILTER (WHERE kind = 'd'), count(*) FILTER (WHERE kind = 't')
-      FROM snowflake_tombstones));
+      FROM snowflake_catalog.snowflake_tombstones));
 cmp_ok($deletes, '>', 0, "the writers deleted rows and changed keys ($deletes tombstones)");
 cmp_ok($truncations, '>', 0, "and truncated the table ($truncations times)");
 

@@ -38,6 +38,7 @@ extern "C" {
 #include "pg/as_owner.hpp"
 #include "pg/changes/changes.hpp"
 #include "pg/changes/changes_parts.hpp"
+#include "pg/library_objects.hpp"
 
 namespace {
 
@@ -45,9 +46,11 @@ constexpr char kHookName[] = "snowflake's hook of tracked tables";
 
 ProcessUtility_hook_type previous_utility_hook = nullptr;
 
-// The installation in this database: its schema, quoted, and the owner of its tombstones.
+// The installation in this database: its schema and the schema of its tables, quoted, and the
+// owner of its tombstones.
 struct Installation {
     const char *schema;
+    const char *tables_schema;
     Oid owner;
 };
 
@@ -68,11 +71,12 @@ bool find_installation(Installation *found) {
                            : InvalidOid;
     systable_endscan(scan);
     table_close(extensions, AccessShareLock);
-    const Oid tombstones = get_relname_relid("snowflake_tombstones", schema);
+    const Oid tombstones = snowflake_extension_table(schema, "snowflake_tombstones");
     if (!OidIsValid(tombstones)) {
         return false;
     }
     found->schema = quote_identifier(get_namespace_name(schema));
+    found->tables_schema = quote_identifier(get_namespace_name(get_rel_namespace(tombstones)));
     found->owner = owner_of(tombstones);
     return true;
 }
@@ -102,7 +106,7 @@ bool is_tracked(const Installation &installation, Oid table) {
         run_for(installation, "reading the tracked tables",
                 psprintf("SELECT true FROM %s.snowflake_tracked_tables AS t "
                          "WHERE t.tracked OPERATOR(pg_catalog.=) $1",
-                         installation.schema),
+                         installation.tables_schema),
                 table) != nullptr;
     SPI_finish();
     return tracked;
@@ -282,7 +286,7 @@ void stamp_attached(const Installation &installation, Oid partition) {
         run_for(installation, "reading the version column",
                 psprintf("SELECT t.version_column::text FROM %s.snowflake_tracked_tables AS t "
                          "WHERE t.tracked OPERATOR(pg_catalog.=) $1",
-                         installation.schema),
+                         installation.tables_schema),
                 snowflake_tree_root(partition));
     if (column != nullptr) {
         const RoleStep step{owner_of(partition), kHookName,

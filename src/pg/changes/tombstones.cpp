@@ -77,7 +77,7 @@ bool is_key_type(Oid type, Oid id_type) {
 // The tombstones table of the extension that owns this trigger function.
 Oid tombstones_table(Oid trigger_function) {
     const Oid table =
-        get_relname_relid("snowflake_tombstones", get_func_namespace(trigger_function));
+        snowflake_extension_table(get_func_namespace(trigger_function), "snowflake_tombstones");
     if (!OidIsValid(table)) {
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
                         errmsg("the table snowflake_tombstones of the extension is missing"),

@@ -40,6 +40,7 @@ extern "C" {
 #include "core/partition_plan.hpp"
 #include "pg/as_owner.hpp"
 #include "pg/compat.hpp"
+#include "pg/library_objects.hpp"
 #include "pg/partitions/partition_setups.hpp"
 
 extern "C" {
@@ -54,10 +55,10 @@ PG_FUNCTION_INFO_V1(snowflake_keep_setups_local);
 
 namespace {
 
-// The configuration table of the installation a function belongs to (the same schema, wherever
-// ALTER EXTENSION SET SCHEMA moved it), or InvalidOid once it is dropped.
+// The configuration table of the installation a function belongs to (its schema is the
+// extension's), or InvalidOid once it is dropped.
 Oid config_table_beside(Oid function) {
-    return get_relname_relid("snowflake_partitioned_tables", get_func_namespace(function));
+    return snowflake_extension_table(get_func_namespace(function), "snowflake_partitioned_tables");
 }
 
 // Whether pg_class holds the relation in a snapshot: the one the rows of the configuration table

@@ -57,6 +57,7 @@ extern "C" {
 #include "pg/as_owner.hpp"
 #include "pg/clock.hpp"
 #include "pg/id_bounds.hpp"
+#include "pg/library_objects.hpp"
 #include "pg/object_names.hpp"
 #include "pg/compat.hpp"
 #include "pg/partitions/partition_bounds.hpp"
@@ -87,6 +88,7 @@ struct Extension {
     const char *schema;  // quoted
     Oid snowflake_type;  // InvalidOid before version 1.6
     Oid config_table;
+    const char *config_table_text;  // qualified and quoted
 };
 
 // A table's setup, as the configuration table holds it.
@@ -139,10 +141,12 @@ Extension find_extension() {
     extension.snowflake_type =
         GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum("snowflake"),
                         ObjectIdGetDatum(namespace_oid));
-    extension.config_table = get_relname_relid("snowflake_partitioned_tables", namespace_oid);
+    extension.config_table =
+        snowflake_extension_table(namespace_oid, "snowflake_partitioned_tables");
     if (!OidIsValid(extension.config_table)) {
         elog(ERROR, "snowflake: the configuration table snowflake_partitioned_tables is missing");
     }
+    extension.config_table_text = qualified_table_text(extension.config_table);
     return extension;
 }
 
@@ -646,10 +650,9 @@ bool read_setup(const Extension &extension, Oid parent, Setup *setup) {
     Oid types[1] = {OIDOID};
     Datum values[1] = {ObjectIdGetDatum(parent)};
     if (SPI_execute_with_args(
-            psprintf("SELECT every, ahead, retain, time_zone, drop_expired FROM "
-                     "%s.snowflake_partitioned_tables WHERE parent::pg_catalog.oid "
-                     "OPERATOR(pg_catalog.=) $1",
-                     extension.schema),
+            psprintf("SELECT every, ahead, retain, time_zone, drop_expired FROM %s WHERE "
+                     "parent::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
+                     extension.config_table_text),
             1, types, values, nullptr, false, 0) != SPI_OK_SELECT) {
         elog(ERROR, "snowflake: could not read snowflake_partitioned_tables");
     }
@@ -835,10 +838,9 @@ extern "C" Datum snowflake_partition_table(PG_FUNCTION_ARGS) {
     // which no publication of the configuration table can fail (remove_setups()).
     remove_setups(extension.config_table, setup.parent);
     run_as_owner(report, owner_of(extension.config_table),
-                 psprintf("INSERT INTO %s.snowflake_partitioned_tables (parent, every, ahead, "
-                          "retain, time_zone, drop_expired) VALUES ($1::pg_catalog.regclass, $2, "
-                          "$3, $4, $5, $6)",
-                          extension.schema),
+                 psprintf("INSERT INTO %s (parent, every, ahead, retain, time_zone, "
+                          "drop_expired) VALUES ($1::pg_catalog.regclass, $2, $3, $4, $5, $6)",
+                          extension.config_table_text),
                  6, types, values, nulls, false);
     maintain_table(report, extension, setup, true);
     SPI_finish();
@@ -969,12 +971,11 @@ void maintain_one_of_many(const Report &report, const Extension &extension, Oid 
 // (single-user mode, event_triggers off, a temporary table dropped as its session ends).
 Oid *list_tables_to_maintain(const Extension &extension, int *count) {
     remove_setups(extension.config_table, InvalidOid);
-    if (SPI_execute(psprintf("SELECT t.parent::pg_catalog.oid FROM "
-                             "%s.snowflake_partitioned_tables AS t JOIN pg_catalog.pg_class "
-                             "AS c ON c.oid OPERATOR(pg_catalog.=) t.parent::pg_catalog.oid "
-                             "WHERE pg_catalog.pg_has_role(c.relowner, 'USAGE') "
-                             "AND c.relpersistence OPERATOR(pg_catalog.<>) 't' ORDER BY 1",
-                             extension.schema),
+    if (SPI_execute(psprintf("SELECT t.parent::pg_catalog.oid FROM %s AS t JOIN "
+                             "pg_catalog.pg_class AS c ON c.oid OPERATOR(pg_catalog.=) "
+                             "t.parent::pg_catalog.oid WHERE pg_catalog.pg_has_role(c.relowner, "
+                             "'USAGE') AND c.relpersistence OPERATOR(pg_catalog.<>) 't' ORDER BY 1",
+                             extension.config_table_text),
                     true, 0) != SPI_OK_SELECT) {
         elog(ERROR, "snowflake: could not read snowflake_partitioned_tables");
     }

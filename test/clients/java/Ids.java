@@ -270,7 +270,8 @@ public class Ids {
             writer.execute("DELETE FROM follow_java WHERE note IN ('second 3', 'second 4')");
             try (ResultSet last = statement.executeQuery("SELECT max(version) FROM ("
                     + "SELECT version FROM follow_java UNION ALL SELECT version FROM "
-                    + "snowflake_tombstones WHERE tracked = 'follow_java'::regclass) AS changes")) {
+                    + "snowflake_catalog.snowflake_tombstones "
+                    + "WHERE tracked = 'follow_java'::regclass) AS changes")) {
                 check(last.next(), "the last version is read");
                 follower.catchUp(page, last.getLong(1));
             }

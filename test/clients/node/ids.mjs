@@ -255,8 +255,8 @@ async function followChanges(reader) {
   await writer.end();
   await holder.end();
   const { rows: [{ last }] } = await reader.query(`SELECT max(version) AS last FROM (
-      SELECT version FROM follow_node UNION ALL SELECT version FROM snowflake_tombstones
-      WHERE tracked = 'follow_node'::regclass) AS changes`);
+      SELECT version FROM follow_node
+      UNION ALL SELECT version FROM snowflake_catalog.snowflake_tombstones WHERE tracked = 'follow_node'::regclass) AS changes`);
   await catchUp(reader, follower, last);
   const { rows } = await reader.query('SELECT id, note FROM follow_node');
   assert.deepEqual(follower.copy, new Map(rows.map((row) => [row.id, row.note])),

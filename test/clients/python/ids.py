@@ -171,7 +171,8 @@ def follow_changes():
         writer.execute("DELETE FROM follow_python WHERE note IN ('second 3', 'second 4')")
         last = reader.execute(
             "SELECT max(version) FROM (SELECT version FROM follow_python UNION ALL"
-            " SELECT version FROM snowflake_tombstones WHERE tracked = 'follow_python'::regclass)"
+            " SELECT version FROM snowflake_catalog.snowflake_tombstones"
+            " WHERE tracked = 'follow_python'::regclass)"
             " AS changes").fetchone()[0]
         follower.catch_up(last)
         table = dict(reader.execute("SELECT id, note FROM follow_python").fetchall())
