@@ -82,9 +82,12 @@ SET ROLE catalog_squatter;
 CREATE SCHEMA snowflake_catalog;
 CREATE TABLE snowflake_catalog.snowflake_partitioned_tables (parent oid);
 RESET ROLE;
+-- Terse: PostgreSQL 17 and later add the line of the script as context.
+\set VERBOSITY terse
 CREATE EXTENSION snowflake;
 CREATE EXTENSION snowflake VERSION '1.11';
 ALTER EXTENSION snowflake UPDATE;
+\set VERBOSITY default
 -- Before the update the library reads the setups where 1.11 keeps them, not in her table.
 CREATE TABLE events (id bigint NOT NULL DEFAULT snowflake_nextval() PRIMARY KEY)
     PARTITION BY RANGE (id);

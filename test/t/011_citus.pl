@@ -248,5 +248,26 @@ is(scalar(grep { !$read{$_} } @followed), 0,
     "a reader by the coordinator's bound read every row the workers committed");
 is($read_twice, 0, 'and none twice');
 
+# Following changes (1.12): Citus refuses the triggers of a tracked table on a distributed one,
+# whichever comes first, unless citus.enable_unsafe_triggers is on (doc/reference.md
+# "snowflake_track_changes()"). Each refusal leaves nothing tracked.
+$coordinator->safe_psql('postgres', q(
+CREATE TABLE distributed_first (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), note text);
+SELECT create_distributed_table('distributed_first', 'id');
+CREATE TABLE tracked_first (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), note text);
+SELECT snowflake_track_changes('tracked_first');
+));
+my ($ret, $out, $err) = $coordinator->psql('postgres',
+    q(SELECT snowflake_track_changes('distributed_first')));
+like($err, qr/triggers are not supported on distributed tables/,
+    'tracking a distributed table is refused, on its triggers');
+($ret, $out, $err) = $coordinator->psql('postgres',
+    q(SELECT create_distributed_table('tracked_first', 'id')));
+like($err, qr/cannot distribute relation "tracked_first" because it has triggers/,
+    'distributing a tracked table is refused, on its triggers');
+is($coordinator->safe_psql('postgres', q(
+SELECT string_agg(tracked::text, ' ') FROM snowflake_catalog.snowflake_tracked_tables)),
+    'tracked_first', 'only the local table is tracked');
+
 $_->stop for values %node;
 done_testing();
