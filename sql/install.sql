@@ -82,6 +82,7 @@ SET ROLE catalog_squatter;
 CREATE SCHEMA snowflake_catalog;
 CREATE TABLE snowflake_catalog.snowflake_partitioned_tables (parent oid);
 RESET ROLE;
+GRANT CREATE ON SCHEMA public TO catalog_squatter;
 -- Terse: PostgreSQL 17 and later add the line of the script as context.
 \set VERBOSITY terse
 CREATE EXTENSION snowflake;
@@ -94,6 +95,21 @@ CREATE TABLE events (id bigint NOT NULL DEFAULT snowflake_nextval() PRIMARY KEY)
 SELECT count(*) > 0 AS set_up FROM snowflake_partition_table('events', '1 day', 1);
 SELECT count(*) AS in_her_table FROM snowflake_catalog.snowflake_partitioned_tables;
 SELECT parent FROM public.snowflake_partitioned_tables;
+-- Nor does it take her tables named like 1.12's for its own: an attach of a partition then
+-- stamps nothing, where her view would have named another table's column.
+SET ROLE catalog_squatter;
+CREATE TABLE public.snowflake_tombstones (x int);
+CREATE VIEW public.snowflake_tracked_tables AS
+SELECT c.oid::regclass AS tracked, 'balance'::name AS version_column
+FROM pg_class AS c WHERE c.relkind = 'p';
+RESET ROLE;
+CREATE TABLE accounts (id bigint, balance numeric) PARTITION BY RANGE (id);
+CREATE TABLE accounts_old (id bigint, balance numeric);
+INSERT INTO accounts_old VALUES (150, 1000);
+ALTER TABLE accounts ATTACH PARTITION accounts_old FOR VALUES FROM (100) TO (200);
+SELECT id, balance FROM accounts;
+DROP TABLE accounts, public.snowflake_tombstones;
+DROP VIEW public.snowflake_tracked_tables;
 DROP TABLE events;
 DROP SCHEMA snowflake_catalog CASCADE;
 DROP OWNED BY catalog_squatter;

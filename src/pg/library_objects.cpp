@@ -9,7 +9,7 @@ extern "C" {
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_language.h"
-#include "catalog/pg_namespace.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
@@ -70,15 +70,18 @@ Oid snowflake_id_type_in(Oid schema) {
     return snowflake_is_library_function(input, "snowflake_in") ? type : InvalidOid;
 }
 
-// Membership decides, not the name: before the update to 1.12 a role with CREATE on the database
-// may have made a schema of that name, with tables of the same names in it.
+// Membership decides, not the name: a role with CREATE on the database may make a schema named
+// snowflake_catalog before the update to 1.12, and a role with CREATE on the extension's schema
+// may make a table named like one of 1.12's there while the installation is older.
 Oid snowflake_extension_table(Oid extension_schema, const char *name) {
-    const Oid catalog = get_namespace_oid(kTablesSchema, true);
-    if (OidIsValid(catalog)) {
-        const Oid extension = getExtensionOfObject(NamespaceRelationId, catalog);
-        if (OidIsValid(extension) && extension == get_extension_oid("snowflake", true)) {
-            return get_relname_relid(name, catalog);
+    const Oid extension = get_extension_oid("snowflake", true);
+    const Oid schemas[2] = {get_namespace_oid(kTablesSchema, true), extension_schema};
+    for (const Oid schema : schemas) {
+        const Oid table = OidIsValid(schema) ? get_relname_relid(name, schema) : InvalidOid;
+        if (OidIsValid(table) && get_rel_relkind(table) == RELKIND_RELATION &&
+            OidIsValid(extension) && getExtensionOfObject(RelationRelationId, table) == extension) {
+            return table;
         }
     }
-    return get_relname_relid(name, extension_schema);
+    return InvalidOid;
 }

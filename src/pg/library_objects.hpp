@@ -16,7 +16,8 @@ Oid snowflake_id_type_in(Oid schema);
 // The schema that holds the extension's tables from version 1.12.
 inline constexpr char kTablesSchema[] = "snowflake_catalog";
 
-// One of the extension's own tables, by name: in snowflake_catalog where the installation made
-// that schema (1.12 and later), else in the extension's schema, which held them before. A schema
-// of that name that another role made is never read. InvalidOid where the table is missing.
+// One of the extension's own tables, by name: in snowflake_catalog (1.12 and later), else in the
+// extension's schema, which held the setups before. Only a table that is a member of the
+// extension counts, so a role's table of that name in either schema is never read; InvalidOid
+// where the installation has none (the tracking tables before 1.12).
 Oid snowflake_extension_table(Oid extension_schema, const char *name);

@@ -16,7 +16,9 @@ extern "C" {
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_attrdef.h"
+#include "catalog/pg_attribute.h"
 #include "catalog/pg_depend.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_proc.h"
 #include "nodes/parsenodes.h"
 #include "tcop/utility.h"
@@ -34,21 +36,22 @@ namespace {
 
 ProcessUtility_hook_type previous_utility_hook = nullptr;
 
-// A column whose default called snowflake_nextval() before the statement.
+// A column whose default called snowflake_nextval() before the statement, and that function.
 struct WatchedColumn {
     Oid relation;
     AttrNumber attnum;
+    Oid generator;
 };
 
 // What a column's default calls or reads, as pg_depend records it: every function and sequence
 // the expression uses, so a cast around a call or a call inside COALESCE counts too.
 struct DefaultSources {
-    bool draws_ids;       // it calls this library's snowflake_nextval()
+    Oid generator;        // this library's snowflake_nextval() where it calls it
     bool reads_sequence;  // it reads a sequence
 };
 
 DefaultSources default_sources(Oid relation, AttrNumber attnum) {
-    DefaultSources sources = {false, false};
+    DefaultSources sources = {InvalidOid, false};
     const Oid attrdef = GetAttrDefaultOid(relation, attnum);
     if (!OidIsValid(attrdef)) {
         return sources;
@@ -65,7 +68,7 @@ DefaultSources default_sources(Oid relation, AttrNumber attnum) {
         const auto *row = reinterpret_cast<Form_pg_depend>(GETSTRUCT(tuple));
         if (row->refclassid == ProcedureRelationId &&
             snowflake_is_library_function(row->refobjid, "snowflake_nextval")) {
-            sources.draws_ids = true;
+            sources.generator = row->refobjid;
         } else if (row->refclassid == RelationRelationId &&
                    get_rel_relkind(row->refobjid) == RELKIND_SEQUENCE) {
             sources.reads_sequence = true;
@@ -76,12 +79,28 @@ DefaultSources default_sources(Oid relation, AttrNumber attnum) {
     return sources;
 }
 
-// The columns whose default the statement sets or drops and that draw ids now. The names are
-// resolved without a lock, as the statement will resolve them: a rename meanwhile costs at most
-// a warning.
+// Adds the column of that name to the list where its default draws ids now.
+List *watch_column(List *watched, Oid relation, const char *name) {
+    const AttrNumber attnum = get_attnum(relation, name);
+    const Oid generator = attnum > 0 ? default_sources(relation, attnum).generator : InvalidOid;
+    if (!OidIsValid(generator)) {
+        return watched;
+    }
+    auto *column = static_cast<WatchedColumn *>(palloc(sizeof(WatchedColumn)));
+    column->relation = relation;
+    column->attnum = attnum;
+    column->generator = generator;
+    return lappend(watched, column);
+}
+
+// The columns whose default the statement sets or drops and that draw ids now: the named
+// table's first, then those of the partitions and inheritance children it recurses into. The
+// names are resolved without a lock, as the statement will resolve them: a rename meanwhile
+// costs at most a warning.
 List *columns_to_watch(const AlterTableStmt *statement) {
     List *watched = NIL;
     Oid relation = InvalidOid;
+    List *tree = NIL;
     ListCell *cell;
     foreach (cell, statement->cmds) {
         const AlterTableCmd *command = lfirst_node(AlterTableCmd, cell);
@@ -90,49 +109,90 @@ List *columns_to_watch(const AlterTableStmt *statement) {
         }
         if (!OidIsValid(relation)) {
             relation = RangeVarGetRelid(statement->relation, NoLock, true);
+            if (!OidIsValid(relation)) {
+                return NIL;
+            }
+            tree = statement->relation->inh ? find_all_inheritors(relation, NoLock, nullptr)
+                                            : list_make1_oid(relation);
         }
-        if (!OidIsValid(relation)) {
-            return watched;
-        }
-        const AttrNumber attnum = get_attnum(relation, command->name);
-        if (attnum > 0 && default_sources(relation, attnum).draws_ids) {
-            auto *column = static_cast<WatchedColumn *>(palloc(sizeof(WatchedColumn)));
-            column->relation = relation;
-            column->attnum = attnum;
-            watched = lappend(watched, column);
+        ListCell *member;
+        foreach (member, tree) {
+            watched = watch_column(watched, lfirst_oid(member), command->name);
         }
     }
     return watched;
 }
 
-// The warning for a column whose default no longer draws ids, once the statement is done. The
-// way back depends on the new default: snowflake_convert_column() takes a column that a sequence
-// feeds and checks the keys the sequence stored meanwhile; it refuses any other column, whose
-// keys came from the statements themselves.
-void warn_if_replaced(const WatchedColumn &column) {
-    if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(column.relation))) {
+// The column's state after the statement: gone (dropped by the statement, or with its table), or
+// an identity, which no default feeds.
+struct ColumnState {
+    bool gone;
+    bool identity;
+};
+
+ColumnState column_state(Oid relation, AttrNumber attnum) {
+    HeapTuple tuple = SearchSysCache2(ATTNUM, ObjectIdGetDatum(relation), Int16GetDatum(attnum));
+    if (!HeapTupleIsValid(tuple)) {
+        return {true, false};
+    }
+    const auto *attribute = reinterpret_cast<Form_pg_attribute>(GETSTRUCT(tuple));
+    const ColumnState state = {attribute->attisdropped, attribute->attidentity != '\0'};
+    ReleaseSysCache(tuple);
+    return state;
+}
+
+// The warning for the columns whose default no longer draws ids, once the statement is done: one
+// for the first, which is the named table's where its own changed, with a count of the others
+// (its partitions or children, which the hint's statement reaches too). The way back depends on
+// the new default: snowflake_convert_column() takes a column that a sequence or an identity
+// feeds and checks the keys stored meanwhile; it refuses any other column, whose keys came from
+// the statements themselves. Both name the extension's functions with their schema.
+void warn_of_replaced(List *watched) {
+    const WatchedColumn *first = nullptr;
+    int others = 0;
+    ListCell *cell;
+    foreach (cell, watched) {
+        const auto *column = static_cast<const WatchedColumn *>(lfirst(cell));
+        if (column_state(column->relation, column->attnum).gone ||
+            OidIsValid(default_sources(column->relation, column->attnum).generator)) {
+            continue;
+        }
+        if (first == nullptr) {
+            first = column;
+        } else {
+            others++;
+        }
+    }
+    if (first == nullptr) {
         return;
     }
-    const DefaultSources sources = default_sources(column.relation, column.attnum);
-    const char *name = get_attname(column.relation, column.attnum, true);
-    if (sources.draws_ids || name == nullptr) {
-        return;
-    }
-    const char *table = table_text(column.relation);
+    const char *name = get_attname(first->relation, first->attnum, false);
+    const char *table = table_text(first->relation);
+    const char *schema = quote_identifier(get_namespace_name(get_func_namespace(first->generator)));
+    const bool fed = default_sources(first->relation, first->attnum).reads_sequence ||
+                     column_state(first->relation, first->attnum).identity;
     const char *way_back =
-        sources.reads_sequence
-            ? psprintf(
-                  "SELECT snowflake_convert_column(%s, %s), which first checks the keys the "
-                  "sequence stored",
-                  quote_literal_cstr(table), quote_literal_cstr(name))
-            : psprintf("ALTER TABLE %s ALTER COLUMN %s SET DEFAULT snowflake_nextval()", table,
-                       quote_identifier(name));
+        fed ? psprintf(
+                  "SELECT %s.snowflake_convert_column(%s, %s), which first checks the keys "
+                  "stored meanwhile",
+                  schema, quote_literal_cstr(table), quote_literal_cstr(name))
+            : psprintf("ALTER TABLE %s ALTER COLUMN %s SET DEFAULT %s.snowflake_nextval()", table,
+                       quote_identifier(name), schema);
     ereport(WARNING,
             (errmsg("the default of column %s of table %s no longer calls snowflake_nextval()",
                     quote_identifier(name), table),
-             errdetail("Rows inserted without a key now take their key from the new default. "
-                       "Such keys may equal another server's ids, and readers that follow the "
-                       "table by id can miss them."),
+             others > 0 ? errdetail_plural("The defaults of %d more table under it changed too. "
+                                           "Rows inserted without a key now take their key from "
+                                           "the new default, which may equal another server's "
+                                           "ids and escape readers that follow by id.",
+                                           "The defaults of %d more tables under it changed too. "
+                                           "Rows inserted without a key now take their key from "
+                                           "the new default, which may equal another server's "
+                                           "ids and escape readers that follow by id.",
+                                           others, others)
+                        : errdetail("Rows inserted without a key now take their key from the new "
+                                    "default. Such keys may equal another server's ids, and "
+                                    "readers that follow the table by id can miss them."),
              errhint("To give the column ids again, run %s. doc/reference.md \"ORMs and "
                      "frameworks\" has a Django key that keeps its default.",
                      way_back)));
@@ -157,10 +217,7 @@ void watch_key_defaults(PlannedStmt *planned, const char *query, bool read_only_
     }
     if (watched != NIL) {
         CommandCounterIncrement();
-    }
-    ListCell *cell;
-    foreach (cell, watched) {
-        warn_if_replaced(*static_cast<WatchedColumn *>(lfirst(cell)));
+        warn_of_replaced(watched);
     }
 }
 
