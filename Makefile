@@ -32,7 +32,7 @@ endif
 # not end waiting for one long file that started last; the rest follow in name order.
 TAP_LONGEST = 028_data_directory_histories 019_keys_floor 034_keys_floor_databases \
 	017_fleet_guard 004_restarts 026_partition_setups 029_settled_bound \
-	031_starts_behind_history 009_failover_under_load 018_upgrade_across_versions
+	031_starts_behind_history 009_failover_under_load 025_partitions 018_upgrade_across_versions
 TAP_FIRST = $(wildcard $(patsubst %,test/t/%.pl,$(TAP_LONGEST)))
 PROVE_TESTS ?= $(TAP_FIRST) $(filter-out $(TAP_FIRST),$(sort $(wildcard test/t/*.pl)))
 EXTRA_CLEAN = tmp_check_regress tmp_check_iso output_iso .pg_build_stamp META.json test/unit/build \

@@ -35,7 +35,8 @@ my $setup = $node->safe_psql('postgres',
 is($setup, 'adopted, created', 'the old hours are adopted and the rest created');
 
 # One row per transaction, numbered, until the maintenance below is over, so that every
-# maintenance step runs while rows go in.
+# maintenance step runs while rows go in. A millisecond between them leaves the machine's other
+# core to the maintenance and to other tests.
 $node->safe_psql('postgres', 'CREATE TABLE stop_inserting (at timestamptz)');
 my $inserts = start_statement($node, 'postgres', q(
 DO $$
@@ -47,6 +48,7 @@ BEGIN
         INSERT INTO events (body) VALUES ('new ' || i);
         COMMIT;
         EXIT WHEN EXISTS (SELECT FROM stop_inserting);
+        PERFORM pg_sleep(0.001);
     END LOOP;
 END
 $$));
