@@ -266,6 +266,29 @@ SELECT regexp_replace(pg_temp.error_of(format('SELECT * FROM snowflake_changes(N
 SELECT count(*) AS read_from_the_trim FROM snowflake_changes(NULL::orders,
     (SELECT trimmed_below FROM snowflake_catalog.snowflake_tracked_tables WHERE tracked = 'orders'::regclass), 10);
 
+-- What tracking refuses, done once a table is tracked, is refused too: each would let rows go or
+-- change without a version or a tombstone. Nothing changes.
+SELECT pg_temp.error_of('ALTER TABLE orders SET UNLOGGED') AS set_unlogged;
+SELECT pg_temp.error_of('ALTER TABLE orders DROP CONSTRAINT orders_pkey') AS drop_key;
+SELECT pg_temp.error_of('ALTER TABLE orders DROP COLUMN id CASCADE') AS drop_key_column;
+SELECT pg_temp.error_of('ALTER TABLE orders DROP COLUMN version') AS drop_version;
+SELECT pg_temp.error_of('CREATE TABLE orders_child () INHERITS (orders)') AS inherits;
+CREATE TABLE orders_adopted (LIKE orders);
+SELECT pg_temp.error_of('ALTER TABLE orders_adopted INHERIT orders') AS inherit;
+DROP TABLE orders_adopted;
+SELECT pg_temp.error_of($$CREATE UNLOGGED TABLE events_9 PARTITION OF events FOR VALUES IN (9)$$)
+    AS unlogged_partition;
+CREATE UNLOGGED TABLE events_9 (LIKE events INCLUDING DEFAULTS, PRIMARY KEY (id, region));
+SELECT pg_temp.error_of($$ALTER TABLE events ATTACH PARTITION events_9 FOR VALUES IN (9)$$)
+    AS unlogged_attach;
+DROP TABLE events_9;
+SELECT pg_temp.error_of('ALTER TABLE events_1 SET UNLOGGED') AS unlogged_of_a_partition;
+SELECT relpersistence, (SELECT count(*) FROM pg_inherits WHERE inhparent = 'orders'::regclass)
+    AS children FROM pg_class WHERE oid = 'orders'::regclass;
+-- Another column may go.
+ALTER TABLE orders ADD COLUMN scratch int;
+ALTER TABLE orders DROP COLUMN scratch;
+
 -- Untracking removes the triggers and the tombstones; the column and its index stay.
 SELECT snowflake_untrack_changes('events');
 SELECT count(*) AS triggers_left FROM pg_trigger WHERE tgrelid = 'events'::regclass AND NOT tgisinternal;

@@ -6,8 +6,10 @@
 // CONCURRENTLY of a tracked table's partition, whose second transaction no hook can reach, ATTACH
 // of a tracked table as a partition, whose tombstones would then belong to another tree, and a
 // foreign table as a partition of a tracked one, whose rows the extension's owner would read.
-// What still reaches no reader is listed in doc/reference.md "Following changes". The
-// error-boundary rules are at the top of module.cpp.
+// It also refuses what snowflake_track_changes() refuses, done once the table is tracked: an
+// unlogged partition or SET UNLOGGED, an inheritance child, and dropping the primary key, a key
+// column or the version column. What still reaches no reader is listed in doc/reference.md
+// "Following changes". The error-boundary rules are at the top of module.cpp.
 
 extern "C" {
 #include "postgres.h"
@@ -20,6 +22,7 @@ extern "C" {
 #include "catalog/namespace.h"
 #include "catalog/partition.h"
 #include "catalog/pg_extension.h"
+#include "catalog/pg_constraint.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
@@ -102,12 +105,11 @@ char *run_for(const Installation &installation, const char *what, const char *st
 // Whether the table is tracked.
 bool is_tracked(const Installation &installation, Oid table) {
     SPI_connect();
-    const bool tracked =
-        run_for(installation, "reading the tracked tables",
-                psprintf("SELECT true FROM %s.snowflake_tracked_tables AS t "
-                         "WHERE t.tracked OPERATOR(pg_catalog.=) $1",
-                         installation.tables_schema),
-                table) != nullptr;
+    const bool tracked = run_for(installation, "reading the tracked tables",
+                                 psprintf("SELECT true FROM %s.snowflake_tracked_tables AS t "
+                                          "WHERE t.tracked OPERATOR(pg_catalog.=) $1",
+                                          installation.tables_schema),
+                                 table) != nullptr;
     SPI_finish();
     return tracked;
 }
@@ -179,8 +181,7 @@ void before_drop(const Installation &installation, const DropStmt *statement) {
     foreach (cell, statement->objects) {
         const RangeVar *name = makeRangeVarFromNameList(static_cast<List *>(lfirst(cell)));
         const Oid relation = RangeVarGetRelid(name, NoLock, true);
-        if (!is_partition(relation) ||
-            !has_privs_of_role(GetUserId(), owner_of(relation))) {
+        if (!is_partition(relation) || !has_privs_of_role(GetUserId(), owner_of(relation))) {
             continue;
         }
         LockRelationOid(get_partition_parent(relation, false), AccessExclusiveLock);
@@ -197,6 +198,20 @@ void refuse_foreign_partition(Oid root) {
                     errmsg("a foreign table cannot become a partition of the tracked table %s",
                            get_rel_name(root)),
                     errhint("Keep the partitions of a tracked table local.")));
+}
+
+// The refusal of a change that tracking would have refused: rows could then go or change without
+// a version or a tombstone.
+[[noreturn]] void refuse_untrackable(Oid root, const char *change) {
+    const char *table = get_rel_name(root);
+    ereport(
+        ERROR,
+        (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+         errmsg("%s is not supported on the tracked table %s", change, table),
+         errdetail("Its rows could then go or change without reaching its readers."),
+         errhint("Call snowflake_untrack_changes('%s') first, change the table, and "
+                 "track it again; its readers then copy it again.",
+                 quote_qualified_identifier(get_namespace_name(get_rel_namespace(root)), table))));
 }
 
 // CREATE FOREIGN TABLE ... PARTITION OF a tracked table.
@@ -248,6 +263,9 @@ List *before_alter(const Installation &installation, const AlterTableStmt *state
                                  "to a tracked table reach its readers as new versions.")));
             }
             if (is_tracked(installation, root)) {
+                if (get_rel_persistence(partition) != RELPERSISTENCE_PERMANENT) {
+                    refuse_untrackable(root, "an unlogged partition");
+                }
                 attached = lappend_oid(attached, partition);
             }
             continue;
@@ -300,6 +318,87 @@ void stamp_attached(const Installation &installation, Oid partition) {
     SPI_finish();
 }
 
+// CREATE TABLE ... PARTITION OF a tracked table, unlogged, and CREATE TABLE ... INHERITS one.
+void before_create_table(const Installation &installation, const CreateStmt *statement) {
+    ListCell *cell;
+    foreach (cell, statement->inhRelations) {
+        const Oid parent = RangeVarGetRelid(lfirst_node(RangeVar, cell), NoLock, true);
+        if (!OidIsValid(parent)) {
+            continue;
+        }
+        const Oid root = snowflake_tree_root(parent);
+        const bool unlogged = statement->relation->relpersistence != RELPERSISTENCE_PERMANENT;
+        if ((statement->partbound == nullptr || unlogged) && is_tracked(installation, root)) {
+            refuse_untrackable(root, statement->partbound == nullptr
+                                         ? "an inheritance child"
+                                         : "an unlogged or temporary partition");
+        }
+    }
+}
+
+// Whether the column is one of the table's primary key.
+bool in_primary_key(Oid table, const char *column) {
+    Oid constraint = InvalidOid;
+    Bitmapset *key = get_primary_key_attnos(table, true, &constraint);
+    const AttrNumber attnum = get_attnum(table, column);
+    return attnum != InvalidAttrNumber &&
+           bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber, key);
+}
+
+// Whether the constraint of that name on the table is its primary key.
+bool is_primary_key(Oid table, const char *name) {
+    const Oid constraint = get_relation_constraint_oid(table, name, true);
+    Oid primary = InvalidOid;
+    (void)get_primary_key_attnos(table, true, &primary);
+    return OidIsValid(constraint) && constraint == primary;
+}
+
+// ALTER TABLE of a tracked table or of a partition of one: SET UNLOGGED, INHERIT a tracked
+// table, and dropping its primary key, a key column or the version column.
+void refuse_untrackable_alter(const Installation &installation, const AlterTableStmt *statement) {
+    const Oid relation = RangeVarGetRelid(statement->relation, NoLock, true);
+    if (!OidIsValid(relation)) {
+        return;
+    }
+    const Oid root = snowflake_tree_root(relation);
+    ListCell *cell;
+    foreach (cell, statement->cmds) {
+        const AlterTableCmd *command = lfirst_node(AlterTableCmd, cell);
+        if (command->subtype == AT_AddInherit) {
+            const Oid parent = RangeVarGetRelid(castNode(RangeVar, command->def), NoLock, true);
+            if (OidIsValid(parent) && is_tracked(installation, snowflake_tree_root(parent))) {
+                refuse_untrackable(snowflake_tree_root(parent), "an inheritance child");
+            }
+            continue;
+        }
+        const bool unlogged = command->subtype == AT_SetUnLogged;
+        const bool drops_key =
+            command->subtype == AT_DropConstraint && is_primary_key(relation, command->name);
+        const bool drops_column = command->subtype == AT_DropColumn;
+        if (!(unlogged || drops_key || drops_column) || !is_tracked(installation, root)) {
+            continue;
+        }
+        if (unlogged) {
+            refuse_untrackable(root, "SET UNLOGGED");
+        }
+        if (drops_key) {
+            refuse_untrackable(root, "dropping the primary key");
+        }
+        SPI_connect();
+        const char *version =
+            run_for(installation, "reading the version column",
+                    psprintf("SELECT t.version_column::text FROM %s.snowflake_tracked_tables AS t "
+                             "WHERE t.tracked OPERATOR(pg_catalog.=) $1",
+                             installation.tables_schema),
+                    root);
+        SPI_finish();
+        if (in_primary_key(relation, command->name) ||
+            (version != nullptr && strcmp(version, command->name) == 0)) {
+            refuse_untrackable(root, "dropping a key column or the version column");
+        }
+    }
+}
+
 // Whether the statement is one the hook looks into, before any catalog is read.
 bool concerns_partitions(Node *tree) {
     if (IsA(tree, TruncateStmt)) {
@@ -312,12 +411,22 @@ bool concerns_partitions(Node *tree) {
     if (IsA(tree, CreateForeignTableStmt)) {
         return true;
     }
+    if (IsA(tree, CreateStmt)) {
+        return castNode(CreateStmt, tree)->inhRelations != NIL;
+    }
     if (IsA(tree, AlterTableStmt)) {
         ListCell *cell;
         foreach (cell, castNode(AlterTableStmt, tree)->cmds) {
-            const AlterTableCmd *command = lfirst_node(AlterTableCmd, cell);
-            if (command->subtype == AT_AttachPartition || command->subtype == AT_DetachPartition) {
-                return true;
+            switch (lfirst_node(AlterTableCmd, cell)->subtype) {
+                case AT_AttachPartition:
+                case AT_DetachPartition:
+                case AT_SetUnLogged:
+                case AT_AddInherit:
+                case AT_DropConstraint:
+                case AT_DropColumn:
+                    return true;
+                default:
+                    break;
             }
         }
     }
@@ -332,15 +441,18 @@ void track_partition_moves(PlannedStmt *planned, const char *query, bool read_on
     Node *tree = planned->utilityStmt;
     List *attached = NIL;
     Installation installation;
-    const bool look = concerns_partitions(tree) && IsTransactionState() &&
-                      find_installation(&installation);
+    const bool look =
+        concerns_partitions(tree) && IsTransactionState() && find_installation(&installation);
     if (look && IsA(tree, TruncateStmt)) {
         before_truncate(installation, castNode(TruncateStmt, tree));
     } else if (look && IsA(tree, DropStmt)) {
         before_drop(installation, castNode(DropStmt, tree));
     } else if (look && IsA(tree, CreateForeignTableStmt)) {
         before_create_foreign(installation, castNode(CreateForeignTableStmt, tree));
+    } else if (look && IsA(tree, CreateStmt)) {
+        before_create_table(installation, castNode(CreateStmt, tree));
     } else if (look) {
+        refuse_untrackable_alter(installation, castNode(AlterTableStmt, tree));
         attached = before_alter(installation, castNode(AlterTableStmt, tree));
     }
     if (previous_utility_hook != nullptr) {
