@@ -69,5 +69,17 @@ CREATE TABLE descendant (id bigint DEFAULT snowflake_nextval()) INHERITS (ancest
 ALTER TABLE ancestor ALTER COLUMN id SET DEFAULT 1;
 ALTER TABLE ONLY ancestor ALTER COLUMN id SET DEFAULT 2;
 
+-- A statement that recurses where the named table's own default changed before: the tables that
+-- changed are named, and each is set back ONLY. A column that a sequence feeds but that is no key
+-- is set back too: the conversion takes only keys.
+ALTER TABLE ONLY tree ALTER COLUMN id SET DEFAULT snowflake_nextval();
+ALTER TABLE tree_low ALTER COLUMN id SET DEFAULT snowflake_nextval();
+ALTER TABLE tree_high ALTER COLUMN id SET DEFAULT snowflake_nextval();
+ALTER TABLE ONLY tree ALTER COLUMN id SET DEFAULT 0;
+ALTER TABLE tree ALTER COLUMN id SET DEFAULT 1;
+CREATE TABLE numbered (k bigint PRIMARY KEY, id bigint DEFAULT snowflake_nextval());
+CREATE SEQUENCE numbered_seq;
+ALTER TABLE numbered ALTER COLUMN id SET DEFAULT nextval('numbered_seq');
+
 RESET search_path;
 DROP SCHEMA key_defaults CASCADE;

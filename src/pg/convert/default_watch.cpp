@@ -17,11 +17,14 @@ extern "C" {
 #include "catalog/namespace.h"
 #include "catalog/pg_attrdef.h"
 #include "catalog/pg_attribute.h"
+#include "catalog/pg_constraint.h"
 #include "catalog/pg_depend.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_proc.h"
+#include "lib/stringinfo.h"
 #include "nodes/parsenodes.h"
 #include "tcop/utility.h"
+#include "utils/array.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -141,61 +144,136 @@ ColumnState column_state(Oid relation, AttrNumber attnum) {
     return state;
 }
 
-// The warning for the columns whose default no longer draws ids, once the statement is done: one
-// for the first, which is the named table's where its own changed, with a count of the others
-// (its partitions or children, which the hint's statement reaches too). The way back depends on
-// the new default: snowflake_convert_column() takes a column that a sequence or an identity
-// feeds and checks the keys stored meanwhile; it refuses any other column, whose keys came from
-// the statements themselves. Both name the extension's functions with their schema.
-void warn_of_replaced(List *watched) {
-    const WatchedColumn *first = nullptr;
-    int others = 0;
-    ListCell *cell;
-    foreach (cell, watched) {
-        const auto *column = static_cast<const WatchedColumn *>(lfirst(cell));
-        if (column_state(column->relation, column->attnum).gone ||
-            OidIsValid(default_sources(column->relation, column->attnum).generator)) {
+// Whether the column is part of a primary key or unique constraint, as the conversion requires.
+bool is_key_column(Oid relation, AttrNumber attnum) {
+    Relation constraints = table_open(ConstraintRelationId, AccessShareLock);
+    ScanKeyData key;
+    ScanKeyInit(&key, Anum_pg_constraint_conrelid, BTEqualStrategyNumber, F_OIDEQ,
+                ObjectIdGetDatum(relation));
+    SysScanDesc scan =
+        systable_beginscan(constraints, ConstraintRelidTypidNameIndexId, true, nullptr, 1, &key);
+    bool found = false;
+    HeapTuple tuple;
+    while (!found && HeapTupleIsValid(tuple = systable_getnext(scan))) {
+        const auto *row = reinterpret_cast<Form_pg_constraint>(GETSTRUCT(tuple));
+        bool is_null = true;
+        const Datum columns =
+            heap_getattr(tuple, Anum_pg_constraint_conkey, RelationGetDescr(constraints), &is_null);
+        if ((row->contype != CONSTRAINT_PRIMARY && row->contype != CONSTRAINT_UNIQUE) || is_null) {
             continue;
         }
-        if (first == nullptr) {
-            first = column;
-        } else {
-            others++;
+        ArrayType *array = DatumGetArrayTypeP(columns);
+        const auto *attnums = reinterpret_cast<const int16 *>(ARR_DATA_PTR(array));
+        for (int i = 0; i < ARR_DIMS(array)[0]; i++) {
+            found = found || attnums[i] == attnum;
         }
     }
-    if (first == nullptr) {
-        return;
-    }
-    const char *name = get_attname(first->relation, first->attnum, false);
-    const char *table = table_text(first->relation);
+    systable_endscan(scan);
+    table_close(constraints, AccessShareLock);
+    return found;
+}
+
+// The statement as the hint needs it: the table it names, and whether it recursed (no ONLY).
+struct Statement {
+    Oid named;
+    bool recursed;
+};
+
+// The step that gives the column ids again, with every name qualified and the conversion's
+// arguments typed, so that neither the session's search path nor an overload decides what runs.
+// The conversion takes a key that a sequence or an identity feeds, and first checks the keys
+// stored meanwhile; any other column gets its default back. One table is set ONLY, so that its
+// children keep theirs; the named table of a recursing statement is set as the statement did.
+char *way_back(const Statement &statement, List *replaced, const char *column) {
+    const auto *first = static_cast<const WatchedColumn *>(linitial(replaced));
     const char *schema = quote_identifier(get_namespace_name(get_func_namespace(first->generator)));
-    const bool fed = default_sources(first->relation, first->attnum).reads_sequence ||
-                     column_state(first->relation, first->attnum).identity;
-    const char *way_back =
-        fed ? psprintf(
-                  "SELECT %s.snowflake_convert_column(%s, %s), which first checks the keys "
-                  "stored meanwhile",
-                  schema, quote_literal_cstr(table), quote_literal_cstr(name))
-            : psprintf("ALTER TABLE %s ALTER COLUMN %s SET DEFAULT %s.snowflake_nextval()", table,
-                       quote_identifier(name), schema);
+    const bool whole_tree = list_length(replaced) > 1;
+    const Oid target = whole_tree ? statement.named : first->relation;
+    const AttrNumber attnum = get_attnum(target, column);
+    const bool fed = attnum > 0 && (default_sources(target, attnum).reads_sequence ||
+                                    column_state(target, attnum).identity);
+    const char *table = qualified_table_text(target);
+    if (fed && is_key_column(target, attnum)) {
+        return psprintf(
+            "SELECT %s.snowflake_convert_column(%s::pg_catalog.regclass, "
+            "%s::pg_catalog.name), which first checks the keys stored meanwhile",
+            schema, quote_literal_cstr(table), quote_literal_cstr(column));
+    }
+    return psprintf("ALTER TABLE %s%s ALTER COLUMN %s SET DEFAULT %s.snowflake_nextval()",
+                    whole_tree ? "" : "ONLY ", table, quote_identifier(column), schema);
+}
+
+// One warning for the tables whose column of that name no longer draws ids, the named table's
+// first. Where they are several and the named table is not among them, or the statement did not
+// recurse, no one statement restores them all: the hint says to set each.
+void warn_of_column(const Statement &statement, List *replaced, const char *column) {
+    const auto *first = static_cast<const WatchedColumn *>(linitial(replaced));
+    const int count = list_length(replaced);
+    const bool one_statement =
+        count == 1 || (statement.recursed && first->relation == statement.named);
+    StringInfoData tables;
+    initStringInfo(&tables);
+    ListCell *cell;
+    foreach (cell, replaced) {
+        const int index = foreach_current_index(cell);
+        if (index < 5) {
+            appendStringInfo(
+                &tables, "%s%s", index > 0 ? ", " : "",
+                table_text(static_cast<const WatchedColumn *>(lfirst(cell))->relation));
+        }
+    }
+    if (count > 5) {
+        appendStringInfo(&tables, " and %d more", count - 5);
+    }
+    const char *step = one_statement
+                           ? way_back(statement, replaced, column)
+                           : psprintf("%s, for each of them",
+                                      way_back(statement, list_make1(linitial(replaced)), column));
     ereport(WARNING,
-            (errmsg("the default of column %s of table %s no longer calls snowflake_nextval()",
-                    quote_identifier(name), table),
-             others > 0 ? errdetail_plural("The defaults of %d more table under it changed too. "
-                                           "Rows inserted without a key now take their key from "
-                                           "the new default, which may equal another server's "
-                                           "ids and escape readers that follow by id.",
-                                           "The defaults of %d more tables under it changed too. "
-                                           "Rows inserted without a key now take their key from "
-                                           "the new default, which may equal another server's "
-                                           "ids and escape readers that follow by id.",
-                                           others, others)
-                        : errdetail("Rows inserted without a key now take their key from the new "
-                                    "default. Such keys may equal another server's ids, and "
-                                    "readers that follow the table by id can miss them."),
+            (count == 1 ? errmsg("the default of column %s of table %s no longer calls "
+                                 "snowflake_nextval()",
+                                 quote_identifier(column), tables.data)
+                        : errmsg("the default of column %s no longer calls snowflake_nextval() in "
+                                 "%d tables: %s",
+                                 quote_identifier(column), count, tables.data),
+             errdetail("Rows inserted without a key now take their key from the new default. "
+                       "Such keys may equal another server's ids, and readers that follow the "
+                       "table by id can miss them."),
              errhint("To give the column ids again, run %s. doc/reference.md \"ORMs and "
                      "frameworks\" has a Django key that keeps its default.",
-                     way_back)));
+                     step)));
+}
+
+// The warnings once the statement is done: one per column name, for the tables whose column
+// no longer draws ids (a column the statement dropped is no concern).
+void warn_of_replaced(const Statement &statement, List *watched) {
+    List *replaced = NIL;
+    ListCell *cell;
+    foreach (cell, watched) {
+        auto *column = static_cast<WatchedColumn *>(lfirst(cell));
+        if (!column_state(column->relation, column->attnum).gone &&
+            !OidIsValid(default_sources(column->relation, column->attnum).generator)) {
+            replaced = lappend(replaced, column);
+        }
+    }
+    while (replaced != NIL) {
+        const auto *first = static_cast<const WatchedColumn *>(linitial(replaced));
+        const char *column = get_attname(first->relation, first->attnum, false);
+        List *same = NIL;
+        List *rest = NIL;
+        foreach (cell, replaced) {
+            auto *other = static_cast<WatchedColumn *>(lfirst(cell));
+            const bool same_name =
+                strcmp(get_attname(other->relation, other->attnum, false), column) == 0;
+            if (same_name) {
+                same = lappend(same, other);
+            } else {
+                rest = lappend(rest, other);
+            }
+        }
+        warn_of_column(statement, same, column);
+        replaced = rest;
+    }
 }
 
 // The hook: the columns to watch, the statement, the warnings.
@@ -205,8 +283,14 @@ void watch_key_defaults(PlannedStmt *planned, const char *query, bool read_only_
                         QueryCompletion *completion) {
     Node *tree = planned->utilityStmt;
     List *watched = NIL;
+    Statement statement = {InvalidOid, false};
     if (IsA(tree, AlterTableStmt) && IsTransactionState()) {
-        watched = columns_to_watch(castNode(AlterTableStmt, tree));
+        const auto *alter = castNode(AlterTableStmt, tree);
+        watched = columns_to_watch(alter);
+        if (watched != NIL) {
+            statement.named = RangeVarGetRelid(alter->relation, NoLock, true);
+            statement.recursed = alter->relation->inh;
+        }
     }
     if (previous_utility_hook != nullptr) {
         previous_utility_hook(planned, query, read_only_tree, context, parameters, environment,
@@ -217,7 +301,7 @@ void watch_key_defaults(PlannedStmt *planned, const char *query, bool read_only_
     }
     if (watched != NIL) {
         CommandCounterIncrement();
-        warn_of_replaced(watched);
+        warn_of_replaced(statement, watched);
     }
 }
 
