@@ -13,28 +13,16 @@ first mismatch.
 import os
 import sys
 
-import psycopg2
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 
 import django  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
+from fresh_database import make_database  # noqa: E402
 
 DATABASE = "django_keys"
-
-
-def make_database():
-    """A fresh database with the extension, made by the superuser of the PG* variables."""
-    admin = psycopg2.connect(dbname="postgres")
-    admin.autocommit = True
-    with admin.cursor() as cursor:
-        cursor.execute(f"DROP DATABASE IF EXISTS {DATABASE}")
-        cursor.execute(f"CREATE DATABASE {DATABASE}")
-    admin.close()
-    with psycopg2.connect(dbname=DATABASE) as database, database.cursor() as cursor:
-        cursor.execute("CREATE EXTENSION snowflake")
 
 
 def query(sql, *arguments):
@@ -63,7 +51,7 @@ def warnings_since(mark):
 
 
 def main():
-    make_database()
+    make_database(DATABASE)
     settings.configure(
         DATABASES={"default": {
             "ENGINE": "django.db.backends.postgresql", "NAME": DATABASE,

@@ -7,36 +7,24 @@ index that snowflake_track_changes() added. Before 1.12 autogenerate proposed dr
 extension's tables. Connects with the PG* environment variables to a database it makes; exits
 non-zero on any proposal.
 """
-import psycopg2
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import BigInteger, Column, Index, MetaData, Table, Text, create_engine, text
 
+from fresh_database import make_database
+
 DATABASE = "alembic_compare"
 
 
-def make_database():
-    """A fresh database with the extension, a setup of time partitions and a tracked table."""
-    admin = psycopg2.connect(dbname="postgres")
-    admin.autocommit = True
-    with admin.cursor() as cursor:
-        cursor.execute(f"DROP DATABASE IF EXISTS {DATABASE}")
-        cursor.execute(f"CREATE DATABASE {DATABASE}")
-    admin.close()
-    with psycopg2.connect(dbname=DATABASE) as database, database.cursor() as cursor:
-        cursor.execute("CREATE EXTENSION snowflake")
-        cursor.execute("CREATE SCHEMA timeline")
-        cursor.execute("CREATE TABLE timeline.events (id bigint NOT NULL"
-                       " DEFAULT snowflake_nextval() PRIMARY KEY) PARTITION BY RANGE (id)")
-        cursor.execute(
-            "SELECT count(*) FROM snowflake_partition_table('timeline.events', '1 day', 1)")
-        cursor.execute("CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT snowflake_nextval(),"
-                       " note text)")
-        cursor.execute("SELECT snowflake_track_changes('orders')")
-
-
 def main():
-    make_database()
+    # A setup of time partitions and a tracked table.
+    make_database(
+        DATABASE, "CREATE SCHEMA timeline",
+        "CREATE TABLE timeline.events (id bigint NOT NULL DEFAULT snowflake_nextval() PRIMARY KEY)"
+        " PARTITION BY RANGE (id)",
+        "SELECT count(*) FROM snowflake_partition_table('timeline.events', '1 day', 1)",
+        "CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), note text)",
+        "SELECT snowflake_track_changes('orders')")
     metadata = MetaData()
     Table("orders", metadata,
           Column("id", BigInteger, primary_key=True, server_default=text("snowflake_nextval()")),
