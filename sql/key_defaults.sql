@@ -80,6 +80,9 @@ ALTER TABLE tree ALTER COLUMN id SET DEFAULT 1;
 CREATE TABLE numbered (k bigint PRIMARY KEY, id bigint DEFAULT snowflake_nextval());
 CREATE SEQUENCE numbered_seq;
 ALTER TABLE numbered ALTER COLUMN id SET DEFAULT nextval('numbered_seq');
+-- A column named twice in one statement is one table.
+ALTER TABLE numbered ALTER COLUMN id SET DEFAULT snowflake_nextval();
+ALTER TABLE numbered ALTER COLUMN id SET DEFAULT 1, ALTER COLUMN id SET DEFAULT 2;
 
 RESET search_path;
 DROP SCHEMA key_defaults CASCADE;

@@ -46,13 +46,14 @@ struct WatchedColumn {
     Oid generator;
 };
 
-// What a column's default calls or reads, as pg_depend records it: every function and sequence
-// the expression uses, so a cast around a call or a call inside COALESCE counts too.
+// What a column's default calls or reads.
 struct DefaultSources {
     Oid generator;        // this library's snowflake_nextval() where it calls it
     bool reads_sequence;  // it reads a sequence
 };
 
+// Read from pg_depend, which records every function and sequence the expression uses, so that a
+// cast around the call or a call inside COALESCE counts too.
 DefaultSources default_sources(Oid relation, AttrNumber attnum) {
     DefaultSources sources = {InvalidOid, false};
     const Oid attrdef = GetAttrDefaultOid(relation, attnum);
@@ -88,6 +89,13 @@ List *watch_column(List *watched, Oid relation, const char *name) {
     const Oid generator = attnum > 0 ? default_sources(relation, attnum).generator : InvalidOid;
     if (!OidIsValid(generator)) {
         return watched;
+    }
+    ListCell *cell;
+    foreach (cell, watched) {
+        const auto *known = static_cast<const WatchedColumn *>(lfirst(cell));
+        if (known->relation == relation && known->attnum == attnum) {
+            return watched;
+        }
     }
     auto *column = static_cast<WatchedColumn *>(palloc(sizeof(WatchedColumn)));
     column->relation = relation;
@@ -126,20 +134,23 @@ List *columns_to_watch(const AlterTableStmt *statement) {
     return watched;
 }
 
-// The column's state after the statement: gone (dropped by the statement, or with its table), or
-// an identity, which no default feeds.
+// The column's state after the statement.
 struct ColumnState {
     bool gone;
     bool identity;
+    bool inherited;  // from a parent, so that the conversion refuses it here
 };
 
+// A column the statement dropped, or whose table went, is no concern of the warning, and an
+// identity column's way back is the conversion.
 ColumnState column_state(Oid relation, AttrNumber attnum) {
     HeapTuple tuple = SearchSysCache2(ATTNUM, ObjectIdGetDatum(relation), Int16GetDatum(attnum));
     if (!HeapTupleIsValid(tuple)) {
-        return {true, false};
+        return {true, false, false};
     }
     const auto *attribute = reinterpret_cast<Form_pg_attribute>(GETSTRUCT(tuple));
-    const ColumnState state = {attribute->attisdropped, attribute->attidentity != '\0'};
+    const ColumnState state = {attribute->attisdropped, attribute->attidentity != '\0',
+                               attribute->attinhcount > 0};
     ReleaseSysCache(tuple);
     return state;
 }
@@ -193,7 +204,8 @@ char *way_back(const Statement &statement, List *replaced, const char *column) {
     const bool fed = attnum > 0 && (default_sources(target, attnum).reads_sequence ||
                                     column_state(target, attnum).identity);
     const char *table = qualified_table_text(target);
-    if (fed && is_key_column(target, attnum)) {
+    if (fed && is_key_column(target, attnum) && !get_rel_relispartition(target) &&
+        !column_state(target, attnum).inherited) {
         return psprintf(
             "SELECT %s.snowflake_convert_column(%s::pg_catalog.regclass, "
             "%s::pg_catalog.name), which first checks the keys stored meanwhile",
@@ -276,7 +288,7 @@ void warn_of_replaced(const Statement &statement, List *watched) {
     }
 }
 
-// The hook: the columns to watch, the statement, the warnings.
+// The columns are read before the statement, since after it their old defaults are gone.
 void watch_key_defaults(PlannedStmt *planned, const char *query, bool read_only_tree,
                         ProcessUtilityContext context, ParamListInfo parameters,
                         QueryEnvironment *environment, DestReceiver *destination,
