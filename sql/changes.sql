@@ -194,6 +194,19 @@ SELECT pg_temp.error_of($$CREATE FOREIGN TABLE tracked_remote PARTITION OF track
 CREATE FOREIGN TABLE tracked_remote (id bigint NOT NULL, version bigint) SERVER following_server;
 SELECT pg_temp.error_of($$ALTER TABLE tracked_tree ATTACH PARTITION tracked_remote
     FOR VALUES FROM (0) TO (10)$$);
+-- A foreign inheritance child, and a partitioned table whose own partition is foreign or
+-- unlogged, are refused as well; so is tracking a tree with an unlogged partition.
+SELECT pg_temp.error_of($$CREATE FOREIGN TABLE tracked_heir () INHERITS (tracked_tree)
+    SERVER following_server$$) AS foreign_child;
+CREATE TABLE tracked_middle (id bigint NOT NULL, version bigint) PARTITION BY RANGE (id);
+CREATE UNLOGGED TABLE tracked_leaf PARTITION OF tracked_middle FOR VALUES FROM (20) TO (30);
+SELECT pg_temp.error_of($$ALTER TABLE tracked_tree ATTACH PARTITION tracked_middle
+    FOR VALUES FROM (20) TO (40)$$) AS unlogged_below;
+DROP TABLE tracked_middle;
+CREATE TABLE refused_tree (id bigint PRIMARY KEY) PARTITION BY RANGE (id);
+CREATE UNLOGGED TABLE refused_leaf PARTITION OF refused_tree FOR VALUES FROM (0) TO (10);
+SELECT pg_temp.error_of($$SELECT snowflake_track_changes('refused_tree')$$) AS unlogged_leaf;
+DROP TABLE refused_tree;
 DROP TABLE tracked_tree;
 DROP FOREIGN TABLE tracked_remote;
 DROP SERVER following_server;
@@ -206,6 +219,8 @@ SELECT key_columns FROM snowflake_catalog.snowflake_tracked_tables WHERE tracked
 INSERT INTO included VALUES (1, 'x');
 UPDATE included SET note = 'y';
 SELECT kind, (data).note FROM snowflake_changes(NULL::included, 0, 10) ORDER BY version;
+-- Dropping a column the key includes drops the key, and is refused.
+SELECT pg_temp.error_of('ALTER TABLE included DROP COLUMN note') AS drop_included;
 DROP TABLE included;
 -- A delete reads back as the key and NULL elsewhere, without the checks of a domain on another
 -- column; a column named like the query's alias does not hide the row.
@@ -288,6 +303,12 @@ SELECT relpersistence, (SELECT count(*) FROM pg_inherits WHERE inhparent = 'orde
 -- Another column may go.
 ALTER TABLE orders ADD COLUMN scratch int;
 ALTER TABLE orders DROP COLUMN scratch;
+-- The hint names the table as a literal that reads back, whatever its name.
+CREATE TABLE "it's" (id bigint PRIMARY KEY DEFAULT snowflake_nextval());
+SELECT snowflake_track_changes('"it''s"');
+ALTER TABLE "it's" SET UNLOGGED;
+SELECT snowflake_untrack_changes('following."it''s"');
+DROP TABLE "it's";
 
 -- Untracking removes the triggers and the tombstones; the column and its index stay.
 SELECT snowflake_untrack_changes('events');

@@ -16,8 +16,9 @@ GRANT USAGE ON SCHEMA snowflake_catalog TO PUBLIC;
 ALTER TABLE snowflake_partitioned_tables SET SCHEMA snowflake_catalog;
 
 -- Dumps and scripts from before 1.12 name the setups' table in the extension's schema. A view
--- of that name takes their reads and writes there, and an INSTEAD OF trigger takes the COPY of
--- an older dump's setups, which a restore into 1.12 would otherwise fail. Schema tools list
+-- of that name takes their SELECT, UPDATE and DELETE there (not INSERT ... ON CONFLICT, nor
+-- TRUNCATE), and an INSTEAD OF trigger takes their INSERT and the COPY of an older dump's
+-- setups, which a restore into 1.12 would otherwise fail. Schema tools list
 -- tables, not views, and pg_dump leaves a member of the extension out. Its rights are the
 -- table's: anyone reads, and only the table's owner writes, through it as directly.
 CREATE VIEW snowflake_partitioned_tables AS
@@ -293,9 +294,10 @@ BEGIN
                   HINT = 'Track an ordinary or a partitioned table; a partitioned table is tracked with all its partitions.';
     END IF;
     -- Crash recovery empties an unlogged table, and a temporary one goes with its session, each
-    -- without a tombstone. Rows of an inheritance child are read with their parent but fire the
-    -- child's triggers alone.
-    IF (SELECT c.relpersistence FROM pg_class AS c WHERE c.oid = tracked) <> 'p'
+    -- without a tombstone: the table and every partition must be permanent. Rows of an
+    -- inheritance child are read with their parent but fire the child's triggers alone.
+    IF EXISTS (SELECT FROM pg_partition_tree(tracked) AS p JOIN pg_class AS c ON c.oid = p.relid
+               WHERE c.relpersistence <> 'p')
        OR EXISTS (SELECT FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid
                   WHERE i.inhparent = tracked AND NOT c.relispartition) THEN
         RAISE EXCEPTION '% is unlogged, temporary, or has inheritance children', tracked
@@ -304,7 +306,7 @@ BEGIN
                   HINT = 'Track a permanent table, or a partitioned one.';
     END IF;
     EXECUTE 'SELECT EXISTS (SELECT FROM snowflake_catalog.snowflake_tracked_tables AS t '
-                   'WHERE t.tracked = $1)'
+            'WHERE t.tracked = $1)'
         INTO already USING tracked;
     IF already THEN
         RAISE EXCEPTION '% is tracked already', tracked
@@ -368,7 +370,7 @@ BEGIN
     EXECUTE format('SELECT %I.snowflake_settled_bound()', extension_schema) INTO bound;
     EXECUTE format('SELECT NOT EXISTS (SELECT FROM %s)', tracked) INTO empty;
     EXECUTE 'INSERT INTO snowflake_catalog.snowflake_tracked_tables (tracked, version_column, key_columns, '
-                   'keep_tombstones, tracked_from, began_empty) VALUES ($1, $2, $3, $4, $5, $6)'
+            'keep_tombstones, tracked_from, began_empty) VALUES ($1, $2, $3, $4, $5, $6)'
         USING tracked, version_column, keys, keep_tombstones, bound, empty;
 END
 $track$;
@@ -390,7 +392,7 @@ DECLARE
     known boolean;
 BEGIN
     EXECUTE 'SELECT EXISTS (SELECT FROM snowflake_catalog.snowflake_tracked_tables AS t '
-                   'WHERE t.tracked = $1)'
+            'WHERE t.tracked = $1)'
         INTO known USING tracked;
     IF NOT known THEN
         RAISE EXCEPTION '% is not tracked', coalesce(tracked::text, 'NULL')
@@ -423,7 +425,7 @@ DECLARE
     still_tracked boolean;
 BEGIN
     EXECUTE 'SELECT EXISTS (SELECT FROM snowflake_catalog.snowflake_tracked_tables AS t '
-                   'WHERE t.tracked = $1)'
+            'WHERE t.tracked = $1)'
         INTO still_tracked USING tracked;
     IF still_tracked THEN
         RAISE EXCEPTION '% is still tracked', tracked
@@ -460,7 +462,7 @@ DECLARE
 BEGIN
     EXECUTE format('SELECT %I.snowflake_settled_bound()', extension_schema) INTO bound;
     FOR setup IN EXECUTE 'SELECT t.tracked, t.keep_tombstones FROM snowflake_catalog.snowflake_tracked_tables AS t '
-                                'WHERE $1 IS NULL OR t.tracked = $1 ORDER BY t.tracked'
+                         'WHERE $1 IS NULL OR t.tracked = $1 ORDER BY t.tracked'
                  USING tracked LOOP
         EXECUTE format('SELECT least($1, %1$I.snowflake_min_id(greatest('
                        'pg_catalog.now() - $2, %1$I.snowflake_timestamp(0))))', extension_schema)
@@ -468,7 +470,7 @@ BEGIN
         EXECUTE 'DELETE FROM snowflake_catalog.snowflake_tombstones AS d WHERE d.tracked = $1 AND d.version < $2' USING setup.tracked, below;
         GET DIAGNOSTICS removed = ROW_COUNT;
         EXECUTE 'UPDATE snowflake_catalog.snowflake_tracked_tables AS t SET trimmed_below = $2 '
-                       'WHERE t.tracked = $1 AND t.trimmed_below < $2'
+                'WHERE t.tracked = $1 AND t.trimmed_below < $2'
             USING setup.tracked, below;
         total := total + removed;
     END LOOP;
@@ -516,7 +518,7 @@ BEGIN
                   HINT = 'Run it in a READ COMMITTED transaction (the default).';
     END IF;
     EXECUTE 'SELECT t.version_column, t.key_columns, t.trimmed_below, t.tracked_from, '
-                   't.began_empty FROM snowflake_catalog.snowflake_tracked_tables AS t WHERE t.tracked = $1'
+            't.began_empty FROM snowflake_catalog.snowflake_tracked_tables AS t WHERE t.tracked = $1'
         INTO setup USING target;
     IF setup IS NULL THEN
         RAISE EXCEPTION '% is not tracked', target
@@ -589,7 +591,7 @@ BEGIN
     -- Read after the page, in a later snapshot: a trim that committed before the page's snapshot
     -- is seen here, so a page it emptied is never returned.
     EXECUTE 'SELECT t.trimmed_below FROM snowflake_catalog.snowflake_tracked_tables AS t '
-                   'WHERE t.tracked = $1'
+            'WHERE t.tracked = $1'
         INTO setup.trimmed_below USING target;
     IF after_version < setup.trimmed_below THEN
         RAISE EXCEPTION 'the tombstones of % below version % were trimmed, and the cursor % is older', target, setup.trimmed_below, after_version

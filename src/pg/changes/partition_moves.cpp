@@ -6,10 +6,9 @@
 // CONCURRENTLY of a tracked table's partition, whose second transaction no hook can reach, ATTACH
 // of a tracked table as a partition, whose tombstones would then belong to another tree, and a
 // foreign table as a partition of a tracked one, whose rows the extension's owner would read.
-// It also refuses what snowflake_track_changes() refuses, done once the table is tracked: an
-// unlogged partition or SET UNLOGGED, an inheritance child, and dropping the primary key, a key
-// column or the version column. What still reaches no reader is listed in doc/reference.md
-// "Following changes". The error-boundary rules are at the top of module.cpp.
+// What snowflake_track_changes() refuses, done once the table is tracked, it refuses through
+// tracked_refusals.cpp. What still reaches no reader is listed in doc/reference.md "Following
+// changes". The error-boundary rules are at the top of module.cpp.
 
 extern "C" {
 #include "postgres.h"
@@ -22,7 +21,6 @@ extern "C" {
 #include "catalog/namespace.h"
 #include "catalog/partition.h"
 #include "catalog/pg_extension.h"
-#include "catalog/pg_constraint.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
@@ -36,12 +34,14 @@ extern "C" {
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/syscache.h"
 }
 
 #include "pg/as_owner.hpp"
 #include "pg/changes/changes.hpp"
 #include "pg/changes/changes_parts.hpp"
 #include "pg/library_objects.hpp"
+#include "pg/object_names.hpp"
 
 namespace {
 
@@ -49,16 +49,8 @@ constexpr char kHookName[] = "snowflake's hook of tracked tables";
 
 ProcessUtility_hook_type previous_utility_hook = nullptr;
 
-// The installation in this database: its schema and the schema of its tables, quoted, and the
-// owner of its tombstones.
-struct Installation {
-    const char *schema;
-    const char *tables_schema;
-    Oid owner;
-};
-
 // The installation, or false where this database has none of version 1.12 or later.
-bool find_installation(Installation *found) {
+bool find_installation(ChangesInstallation *found) {
     const Oid extension = get_extension_oid("snowflake", true);
     if (!OidIsValid(extension)) {
         return false;
@@ -91,7 +83,7 @@ bool is_partition(Oid relation) {
 
 // Runs one statement of the hook with the relation as $1, as the extension's owner; returns the
 // first column of its one row, or nullptr. The caller connected SPI.
-char *run_for(const Installation &installation, const char *what, const char *statement,
+char *run_for(const ChangesInstallation &installation, const char *what, const char *statement,
               Oid relation) {
     const RoleStep step{installation.owner, kHookName, what, true};
     Oid types[1] = {REGCLASSOID};
@@ -102,21 +94,9 @@ char *run_for(const Installation &installation, const char *what, const char *st
     return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 }
 
-// Whether the table is tracked.
-bool is_tracked(const Installation &installation, Oid table) {
-    SPI_connect();
-    const bool tracked = run_for(installation, "reading the tracked tables",
-                                 psprintf("SELECT true FROM %s.snowflake_tracked_tables AS t "
-                                          "WHERE t.tracked OPERATOR(pg_catalog.=) $1",
-                                          installation.tables_schema),
-                                 table) != nullptr;
-    SPI_finish();
-    return tracked;
-}
-
 // A tombstone for each row of a partition whose rows leave its tracked tree; nothing where the
 // tree is not tracked. The partition is locked.
-void keep_leaving_rows(const Installation &installation, Oid partition) {
+void keep_leaving_rows(const ChangesInstallation &installation, Oid partition) {
     SPI_connect();
     run_for(installation, "keeping a tombstone for each row of a partition that leaves",
             psprintf("SELECT %s.snowflake_keep_leaving_rows($1)", installation.schema), partition);
@@ -137,7 +117,7 @@ void require_same_relation(const RangeVar *name, Oid locked) {
 
 // TRUNCATE: the partitions it empties, named or reached through CASCADE, each with the lock
 // TRUNCATE takes; a partition under another emptied one is kept with it.
-void before_truncate(const Installation &installation, const TruncateStmt *statement) {
+void before_truncate(const ChangesInstallation &installation, const TruncateStmt *statement) {
     List *emptied = NIL;
     ListCell *cell;
     foreach (cell, statement->relations) {
@@ -176,7 +156,7 @@ void before_truncate(const Installation &installation, const TruncateStmt *state
 }
 
 // DROP TABLE: each partition it drops, locked after its parent, as DROP locks them.
-void before_drop(const Installation &installation, const DropStmt *statement) {
+void before_drop(const ChangesInstallation &installation, const DropStmt *statement) {
     ListCell *cell;
     foreach (cell, statement->objects) {
         const RangeVar *name = makeRangeVarFromNameList(static_cast<List *>(lfirst(cell)));
@@ -191,49 +171,9 @@ void before_drop(const Installation &installation, const DropStmt *statement) {
     }
 }
 
-// A foreign table's rows are read by connecting elsewhere as whoever reads: the extension's owner
-// would, to keep their tombstones when it leaves.
-void refuse_foreign_partition(Oid root) {
-    ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                    errmsg("a foreign table cannot become a partition of the tracked table %s",
-                           get_rel_name(root)),
-                    errhint("Keep the partitions of a tracked table local.")));
-}
-
-// The refusal of a change that tracking would have refused: rows could then go or change without
-// a version or a tombstone.
-[[noreturn]] void refuse_untrackable(Oid root, const char *change) {
-    const char *table = get_rel_name(root);
-    ereport(
-        ERROR,
-        (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-         errmsg("%s is not supported on the tracked table %s", change, table),
-         errdetail("Its rows could then go or change without reaching its readers."),
-         errhint("Call snowflake_untrack_changes('%s') first, change the table, and "
-                 "track it again; its readers then copy it again.",
-                 quote_qualified_identifier(get_namespace_name(get_rel_namespace(root)), table))));
-}
-
-// CREATE FOREIGN TABLE ... PARTITION OF a tracked table.
-void before_create_foreign(const Installation &installation,
-                           const CreateForeignTableStmt *statement) {
-    if (statement->base.partbound == nullptr || statement->base.inhRelations == NIL) {
-        return;
-    }
-    const Oid parent =
-        RangeVarGetRelid(linitial_node(RangeVar, statement->base.inhRelations), NoLock, true);
-    if (!OidIsValid(parent)) {
-        return;
-    }
-    const Oid root = snowflake_tree_root(parent);
-    if (is_tracked(installation, root)) {
-        refuse_foreign_partition(root);
-    }
-}
-
 // ALTER TABLE ... DETACH PARTITION and ATTACH PARTITION: the detached partition's rows are kept
 // as tombstones; the partitions to stamp after an attach are returned.
-List *before_alter(const Installation &installation, const AlterTableStmt *statement) {
+List *before_alter(const ChangesInstallation &installation, const AlterTableStmt *statement) {
     List *attached = NIL;
     ListCell *cell;
     foreach (cell, statement->cmds) {
@@ -250,10 +190,10 @@ List *before_alter(const Installation &installation, const AlterTableStmt *state
         const Oid root = snowflake_tree_root(parent);
         if (command->subtype == AT_AttachPartition) {
             if (get_rel_relkind(partition) == RELKIND_FOREIGN_TABLE &&
-                is_tracked(installation, root)) {
-                refuse_foreign_partition(root);
+                snowflake_is_tracked(installation, root)) {
+                snowflake_refuse_foreign_partition(root);
             }
-            if (is_tracked(installation, partition)) {
+            if (snowflake_is_tracked(installation, partition)) {
                 ereport(ERROR,
                         (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                          errmsg("%s is tracked, and a tracked table cannot become a partition",
@@ -262,15 +202,13 @@ List *before_alter(const Installation &installation, const AlterTableStmt *state
                          errhint("Call snowflake_untrack_changes() for it first; rows attached "
                                  "to a tracked table reach its readers as new versions.")));
             }
-            if (is_tracked(installation, root)) {
-                if (get_rel_persistence(partition) != RELPERSISTENCE_PERMANENT) {
-                    refuse_untrackable(root, "an unlogged partition");
-                }
+            if (snowflake_is_tracked(installation, root)) {
+                snowflake_refuse_unlogged_or_foreign_tree(root, partition);
                 attached = lappend_oid(attached, partition);
             }
             continue;
         }
-        if (!is_tracked(installation, root)) {
+        if (!snowflake_is_tracked(installation, root)) {
             continue;
         }
         if (partition_command->concurrent) {
@@ -298,105 +236,20 @@ List *before_alter(const Installation &installation, const AlterTableStmt *state
 // After an attach: every row of the partition gets a version, by an update that the stamp
 // trigger, cloned onto it by the attach, turns into one. Run as the partition's owner, whose
 // triggers it fires.
-void stamp_attached(const Installation &installation, Oid partition) {
-    SPI_connect();
-    const char *column =
-        run_for(installation, "reading the version column",
-                psprintf("SELECT t.version_column::text FROM %s.snowflake_tracked_tables AS t "
-                         "WHERE t.tracked OPERATOR(pg_catalog.=) $1",
-                         installation.tables_schema),
-                snowflake_tree_root(partition));
-    if (column != nullptr) {
-        const RoleStep step{owner_of(partition), kHookName,
-                            "stamping the rows of an attached partition", true};
-        run_statement_as(step, psprintf("UPDATE %s SET %s = NULL",
-                                        quote_qualified_identifier(
-                                            get_namespace_name(get_rel_namespace(partition)),
-                                            get_rel_name(partition)),
-                                        quote_identifier(column)));
-    }
-    SPI_finish();
-}
-
-// CREATE TABLE ... PARTITION OF a tracked table, unlogged, and CREATE TABLE ... INHERITS one.
-void before_create_table(const Installation &installation, const CreateStmt *statement) {
-    ListCell *cell;
-    foreach (cell, statement->inhRelations) {
-        const Oid parent = RangeVarGetRelid(lfirst_node(RangeVar, cell), NoLock, true);
-        if (!OidIsValid(parent)) {
-            continue;
-        }
-        const Oid root = snowflake_tree_root(parent);
-        const bool unlogged = statement->relation->relpersistence != RELPERSISTENCE_PERMANENT;
-        if ((statement->partbound == nullptr || unlogged) && is_tracked(installation, root)) {
-            refuse_untrackable(root, statement->partbound == nullptr
-                                         ? "an inheritance child"
-                                         : "an unlogged or temporary partition");
-        }
-    }
-}
-
-// Whether the column is one of the table's primary key.
-bool in_primary_key(Oid table, const char *column) {
-    Oid constraint = InvalidOid;
-    Bitmapset *key = get_primary_key_attnos(table, true, &constraint);
-    const AttrNumber attnum = get_attnum(table, column);
-    return attnum != InvalidAttrNumber &&
-           bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber, key);
-}
-
-// Whether the constraint of that name on the table is its primary key.
-bool is_primary_key(Oid table, const char *name) {
-    const Oid constraint = get_relation_constraint_oid(table, name, true);
-    Oid primary = InvalidOid;
-    (void)get_primary_key_attnos(table, true, &primary);
-    return OidIsValid(constraint) && constraint == primary;
-}
-
-// ALTER TABLE of a tracked table or of a partition of one: SET UNLOGGED, INHERIT a tracked
-// table, and dropping its primary key, a key column or the version column.
-void refuse_untrackable_alter(const Installation &installation, const AlterTableStmt *statement) {
-    const Oid relation = RangeVarGetRelid(statement->relation, NoLock, true);
-    if (!OidIsValid(relation)) {
+void stamp_attached(const ChangesInstallation &installation, Oid partition) {
+    const char *column = snowflake_version_column(installation, snowflake_tree_root(partition));
+    if (column == nullptr) {
         return;
     }
-    const Oid root = snowflake_tree_root(relation);
-    ListCell *cell;
-    foreach (cell, statement->cmds) {
-        const AlterTableCmd *command = lfirst_node(AlterTableCmd, cell);
-        if (command->subtype == AT_AddInherit) {
-            const Oid parent = RangeVarGetRelid(castNode(RangeVar, command->def), NoLock, true);
-            if (OidIsValid(parent) && is_tracked(installation, snowflake_tree_root(parent))) {
-                refuse_untrackable(snowflake_tree_root(parent), "an inheritance child");
-            }
-            continue;
-        }
-        const bool unlogged = command->subtype == AT_SetUnLogged;
-        const bool drops_key =
-            command->subtype == AT_DropConstraint && is_primary_key(relation, command->name);
-        const bool drops_column = command->subtype == AT_DropColumn;
-        if (!(unlogged || drops_key || drops_column) || !is_tracked(installation, root)) {
-            continue;
-        }
-        if (unlogged) {
-            refuse_untrackable(root, "SET UNLOGGED");
-        }
-        if (drops_key) {
-            refuse_untrackable(root, "dropping the primary key");
-        }
-        SPI_connect();
-        const char *version =
-            run_for(installation, "reading the version column",
-                    psprintf("SELECT t.version_column::text FROM %s.snowflake_tracked_tables AS t "
-                             "WHERE t.tracked OPERATOR(pg_catalog.=) $1",
-                             installation.tables_schema),
-                    root);
-        SPI_finish();
-        if (in_primary_key(relation, command->name) ||
-            (version != nullptr && strcmp(version, command->name) == 0)) {
-            refuse_untrackable(root, "dropping a key column or the version column");
-        }
-    }
+    SPI_connect();
+    const RoleStep step{owner_of(partition), kHookName,
+                        "stamping the rows of an attached partition", true};
+    run_statement_as(
+        step, psprintf("UPDATE %s SET %s = NULL",
+                       quote_qualified_identifier(get_namespace_name(get_rel_namespace(partition)),
+                                                  get_rel_name(partition)),
+                       quote_identifier(column)));
+    SPI_finish();
 }
 
 // Whether the statement is one the hook looks into, before any catalog is read.
@@ -440,7 +293,7 @@ void track_partition_moves(PlannedStmt *planned, const char *query, bool read_on
                            QueryCompletion *completion) {
     Node *tree = planned->utilityStmt;
     List *attached = NIL;
-    Installation installation;
+    ChangesInstallation installation;
     const bool look =
         concerns_partitions(tree) && IsTransactionState() && find_installation(&installation);
     if (look && IsA(tree, TruncateStmt)) {
@@ -448,11 +301,11 @@ void track_partition_moves(PlannedStmt *planned, const char *query, bool read_on
     } else if (look && IsA(tree, DropStmt)) {
         before_drop(installation, castNode(DropStmt, tree));
     } else if (look && IsA(tree, CreateForeignTableStmt)) {
-        before_create_foreign(installation, castNode(CreateForeignTableStmt, tree));
+        snowflake_refuse_untrackable_foreign(installation, castNode(CreateForeignTableStmt, tree));
     } else if (look && IsA(tree, CreateStmt)) {
-        before_create_table(installation, castNode(CreateStmt, tree));
+        snowflake_refuse_untrackable_create(installation, castNode(CreateStmt, tree));
     } else if (look) {
-        refuse_untrackable_alter(installation, castNode(AlterTableStmt, tree));
+        snowflake_refuse_untrackable_alter(installation, castNode(AlterTableStmt, tree));
         attached = before_alter(installation, castNode(AlterTableStmt, tree));
     }
     if (previous_utility_hook != nullptr) {
@@ -469,6 +322,33 @@ void track_partition_moves(PlannedStmt *planned, const char *query, bool read_on
 }
 
 }  // namespace
+
+// Read as the extension's owner, who may read every row of the tracking.
+bool snowflake_is_tracked(const ChangesInstallation &installation, Oid table) {
+    SPI_connect();
+    const bool tracked = run_for(installation, "reading the tracked tables",
+                                 psprintf("SELECT true FROM %s.snowflake_tracked_tables AS t "
+                                          "WHERE t.tracked OPERATOR(pg_catalog.=) $1",
+                                          installation.tables_schema),
+                                 table) != nullptr;
+    SPI_finish();
+    return tracked;
+}
+
+// Copied out of SPI's memory, which SPI_finish() frees.
+char *snowflake_version_column(const ChangesInstallation &installation, Oid root) {
+    MemoryContext caller = CurrentMemoryContext;
+    SPI_connect();
+    const char *column =
+        run_for(installation, "reading the version column",
+                psprintf("SELECT t.version_column::text FROM %s.snowflake_tracked_tables AS t "
+                         "WHERE t.tracked OPERATOR(pg_catalog.=) $1",
+                         installation.tables_schema),
+                root);
+    char *copy = column != nullptr ? MemoryContextStrdup(caller, column) : nullptr;
+    SPI_finish();
+    return copy;
+}
 
 // Installed by _PG_init in every backend that loads the library.
 void snowflake_install_changes_hook() {
