@@ -14,8 +14,6 @@ namespace snowflake {
 
 namespace {
 
-constexpr int64_t kMicrosecondsPerHour = int64_t{3600} * 1000 * 1000;
-
 // The index of the boundary equal to id, or boundary_count if none is.
 size_t boundary_index(const int64_t *boundaries, size_t boundary_count, int64_t id) {
     size_t low = 0;
@@ -34,32 +32,35 @@ size_t boundary_index(const int64_t *boundaries, size_t boundary_count, int64_t 
 }  // namespace
 
 bool partition_unit_of(int32_t months, int32_t days, int64_t microseconds, PartitionUnit *unit) {
-    if (months == 1 && days == 0 && microseconds == 0) {
-        *unit = PartitionUnit::kMonth;
-    } else if (months == 0 && days == 7 && microseconds == 0) {
-        *unit = PartitionUnit::kWeek;
-    } else if (months == 0 && days == 1 && microseconds == 0) {
-        *unit = PartitionUnit::kDay;
-    } else if (months == 0 && days == 0 && microseconds == kMicrosecondsPerHour) {
-        *unit = PartitionUnit::kHour;
-    } else {
-        return false;
+    for (const PartitionInterval &interval : kPartitionIntervals) {
+        if (interval.months == months && interval.days == days &&
+            interval.microseconds == microseconds) {
+            *unit = interval.unit;
+            return true;
+        }
     }
-    return true;
+    return false;
+}
+
+// Every unit has its row: the table is indexed by the enumeration's order.
+const PartitionInterval &partition_interval(PartitionUnit unit) {
+    return kPartitionIntervals[static_cast<size_t>(unit)];
 }
 
 const char *partition_unit_name(PartitionUnit unit) {
-    switch (unit) {
-        case PartitionUnit::kHour:
-            return "hour";
-        case PartitionUnit::kDay:
-            return "day";
-        case PartitionUnit::kWeek:
-            return "week";
-        case PartitionUnit::kMonth:
-            return "month";
+    return partition_interval(unit).trunc_field;
+}
+
+// snprintf cuts what does not fit and keeps the text terminated.
+size_t partition_interval_list(const char *quote, char *out, size_t size) {
+    size_t length = 0;
+    for (size_t i = 0; i < kPartitionIntervalCount && length < size; i++) {
+        const char *separator = i == 0 ? "" : (i + 1 == kPartitionIntervalCount ? " or " : ", ");
+        const int written = std::snprintf(out + length, size - length, "%s%s%s%s", separator, quote,
+                                          kPartitionIntervals[i].text, quote);
+        length += written < 0 ? 0 : static_cast<size_t>(written);
     }
-    return "month";
+    return length < size ? length : size - 1;
 }
 
 size_t partition_suffix(PartitionUnit unit, const PeriodStart &start, char *out, size_t size) {
@@ -78,6 +79,12 @@ size_t partition_suffix(PartitionUnit unit, const PeriodStart &start, char *out,
         case PartitionUnit::kHour:
             written = std::snprintf(out, size, "_p%04d_%02d_%02d_%02d", start.year, start.month,
                                     start.day, start.hour);
+            break;
+        case PartitionUnit::kQuarter:
+            written = std::snprintf(out, size, "_p%04dq%d", start.year, (start.month - 1) / 3 + 1);
+            break;
+        case PartitionUnit::kYear:
+            written = std::snprintf(out, size, "_p%04d", start.year);
             break;
     }
     return written < 0 ? 0 : static_cast<size_t>(written);

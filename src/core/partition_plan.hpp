@@ -10,15 +10,51 @@
 
 namespace snowflake {
 
-// The intervals a table can be partitioned by: one hour, day, week or month.
-enum class PartitionUnit { kHour, kDay, kWeek, kMonth };
+// The intervals a table can be partitioned by (kPartitionIntervals).
+enum class PartitionUnit { kHour, kDay, kWeek, kMonth, kQuarter, kYear };
+
+// One interval a table can be partitioned by: as PostgreSQL stores it, as a setup names it, the
+// field of date_trunc() that starts its periods, and the suffix that names one of them.
+struct PartitionInterval {
+    PartitionUnit unit;
+    int32_t months;
+    int32_t days;
+    int64_t microseconds;
+    const char *text;
+    const char *trunc_field;
+    const char *suffix_example;
+};
+
+// Every interval, shortest first. Messages, hints, the SQL function
+// snowflake_partition_intervals() and so the comments and docs that name it are made from this
+// table alone, so that a new interval is one more row here (and its name in partition_suffix()).
+inline constexpr PartitionInterval kPartitionIntervals[] = {
+    {PartitionUnit::kHour, 0, 0, int64_t{3600} * 1000 * 1000, "1 hour", "hour", "_p2026_12_01_13"},
+    {PartitionUnit::kDay, 0, 1, 0, "1 day", "day", "_p2026_12_01"},
+    {PartitionUnit::kWeek, 0, 7, 0, "1 week", "week", "_p2026w49"},
+    {PartitionUnit::kMonth, 1, 0, 0, "1 month", "month", "_p2026_12"},
+    {PartitionUnit::kQuarter, 3, 0, 0, "3 months", "quarter", "_p2026q4"},
+    {PartitionUnit::kYear, 12, 0, 0, "1 year", "year", "_p2026"},
+};
+inline constexpr size_t kPartitionIntervalCount =
+    sizeof(kPartitionIntervals) / sizeof(kPartitionIntervals[0]);
 
 // The unit of an interval given as PostgreSQL stores it (months, days, microseconds); false for
-// any other interval.
+// an interval the table does not hold.
 bool partition_unit_of(int32_t months, int32_t days, int64_t microseconds, PartitionUnit *unit);
 
-// The name of the unit for date_trunc(): "hour", "day", "week" or "month".
+// The table's row of a unit.
+const PartitionInterval &partition_interval(PartitionUnit unit);
+
+// The name of the unit for date_trunc(): "hour", "day", "week", "month", "quarter" or "year".
 const char *partition_unit_name(PartitionUnit unit);
+
+// Writes every interval of the table for a message, each between quote and quote, the last after
+// " or ": "1 hour, 1 day, ... or 1 year"; returns its length, cut to fit size.
+size_t partition_interval_list(const char *quote, char *out, size_t size);
+
+// Longest text partition_interval_list() writes with quotes of one character, with its zero.
+inline constexpr size_t kPartitionIntervalListSize = 128;
 
 // The local time fields of a partition's start (hourly partitions: of its start in UTC).
 struct PeriodStart {
@@ -33,8 +69,8 @@ struct PeriodStart {
 // Longest suffix partition_suffix() writes, with its terminating zero.
 inline constexpr size_t kPartitionSuffixSize = 32;
 
-// Writes the suffix that names a partition by its start: _p2026_12 (month), _p2026_12_01 (day),
-// _p2026_12_01_13 (hour), _p2026w49 (ISO week); returns its length.
+// Writes the suffix that names a partition by its start (kPartitionIntervals shows one of each:
+// an hour is named by its start in UTC, a week by its ISO year and week); returns its length.
 size_t partition_suffix(PartitionUnit unit, const PeriodStart &start, char *out, size_t size);
 
 // Length of the tag partition_name_tag() writes, with its terminating zero.

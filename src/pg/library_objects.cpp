@@ -5,16 +5,21 @@
 extern "C" {
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/table.h"
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_language.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_extension.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
 #include "utils/syscache.h"
 }
 
@@ -26,6 +31,42 @@ namespace {
 constexpr char kLibraryPath[] = "$libdir/snowflake";
 
 }  // namespace
+
+// Read by the extension's OID from pg_extension, which has no syscache, so that no SQL runs.
+bool snowflake_find_extension_schema(ExtensionSchema *schema) {
+    const Oid extension = get_extension_oid("snowflake", true);
+    if (!OidIsValid(extension)) {
+        return false;
+    }
+    Relation extensions = table_open(ExtensionRelationId, AccessShareLock);
+    ScanKeyData key;
+    ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
+                ObjectIdGetDatum(extension));
+    SysScanDesc scan = systable_beginscan(extensions, ExtensionOidIndexId, true, nullptr, 1, &key);
+    const HeapTuple tuple = systable_getnext(scan);
+    const Oid oid = HeapTupleIsValid(tuple)
+                        ? reinterpret_cast<Form_pg_extension>(GETSTRUCT(tuple))->extnamespace
+                        : InvalidOid;
+    systable_endscan(scan);
+    table_close(extensions, AccessShareLock);
+    const char *name = OidIsValid(oid) ? get_namespace_name(oid) : nullptr;
+    if (name == nullptr) {
+        return false;
+    }
+    *schema = ExtensionSchema{oid, quote_identifier(name)};
+    return true;
+}
+
+// A function of the extension runs without it only while DROP EXTENSION is dropping it.
+ExtensionSchema snowflake_extension_schema() {
+    ExtensionSchema schema{InvalidOid, nullptr};
+    if (!snowflake_find_extension_schema(&schema)) {
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
+                        errmsg("the extension snowflake is not installed in this database"),
+                        errhint("Run CREATE EXTENSION snowflake first.")));
+    }
+    return schema;
+}
 
 // A function of another library with the same symbol, or a wrapper in another language, is not
 // this library's.

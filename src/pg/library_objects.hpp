@@ -3,6 +3,20 @@
 // postgres.h.
 #pragma once
 
+// The extension's schema in this database: its OID, and its name quoted for a statement.
+struct ExtensionSchema {
+    Oid oid;
+    const char *quoted;
+};
+
+// The schema that CREATE EXTENSION snowflake chose, read from the catalog; found false where the
+// extension is not installed in this database.
+bool snowflake_find_extension_schema(ExtensionSchema *schema);
+
+// The same for a function of the extension, which cannot run without it: an error where it is
+// missing.
+ExtensionSchema snowflake_extension_schema();
+
 // Whether a function is the C function of this library with that symbol.
 bool snowflake_is_library_function(Oid function, const char *symbol);
 

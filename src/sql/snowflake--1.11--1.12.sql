@@ -603,3 +603,41 @@ END
 $changes$;
 COMMENT ON FUNCTION snowflake_changes(anyelement, bigint, integer, bigint) IS
     'The changes of a tracked table from after_version on, below the settled bound, in version order, then the cursor to pass next';
+
+-- The intervals of time partitions (1.12 adds quarters and years), from the library's one table
+-- of them, shortest first, each with the suffix that names a partition of it. Messages and hints
+-- are made from the same table; the comments below name this function rather than a list. C;
+-- STABLE: a new library may hold more. For PUBLIC: it reads no table.
+CREATE FUNCTION snowflake_partition_intervals(OUT every interval, OUT name_suffix text)
+RETURNS SETOF record
+    AS 'MODULE_PATHNAME', 'snowflake_partition_intervals'
+    LANGUAGE C STABLE STRICT;
+COMMENT ON FUNCTION snowflake_partition_intervals() IS
+    'The intervals a table can be partitioned by, shortest first, with an example of the suffix that names a partition of each';
+COMMENT ON FUNCTION snowflake_partition_table(regclass, interval, integer, interval, text, boolean) IS
+    'Sets a table partitioned by range on its bigint or snowflake key up for partitions of one of snowflake_partition_intervals() aligned in time_zone: adopts the partitions that line up, creates those missing from the oldest key to ahead periods past the current one, and detaches (drop_expired: drops) those older than retain; returns what it did';
+COMMENT ON FUNCTION snowflake_partition_boundaries(interval, text, timestamptz, timestamptz) IS
+    'The periods of one of snowflake_partition_intervals() in time_zone that time partitions would have, from the one that holds since through those that begin before until, within the time of Snowflake ids (2010-11-04 to 2080): their start, their end and the suffix of their partition''s name';
+
+-- The setup of one table as the call that makes it again (1.12). The setups are rows of the
+-- extension's configuration table, which only a dump of the whole database carries: pg_dump -t
+-- and -n, and pg_restore -t and -n, restore the table and its partitions without their setup.
+-- Run what this prints after such a restore: the call adopts the partitions that line up. NULL
+-- for a table without a setup. SQL, STABLE, for PUBLIC: anyone reads the setups. The names are
+-- qualified and the interval written in the style every session reads.
+CREATE FUNCTION snowflake_partition_setup_sql(parent regclass) RETURNS text
+    LANGUAGE sql STABLE STRICT
+    SET search_path = pg_catalog, pg_temp
+    SET intervalstyle = postgres
+AS $$
+SELECT format('SELECT * FROM %s.snowflake_partition_table(%L, %L, ahead => %s, retain => %L, '
+              'time_zone => %L, drop_expired => %s);',
+              (SELECT quote_ident(n.nspname) FROM pg_extension AS e
+               JOIN pg_namespace AS n ON n.oid = e.extnamespace WHERE e.extname = 'snowflake'),
+              s.parent::text, s.every::text, s.ahead, s.retain::text, s.time_zone,
+              CASE WHEN s.drop_expired THEN 'true' ELSE 'false' END)
+FROM snowflake_catalog.snowflake_partitioned_tables AS s
+WHERE s.parent OPERATOR(pg_catalog.=) $1
+$$;
+COMMENT ON FUNCTION snowflake_partition_setup_sql(regclass) IS
+    'The setup of a table for time partitions as a call of snowflake_partition_table() that makes it again, to run after pg_dump -t or -n, or pg_restore -t or -n, which carry no setup; NULL for a table without one';

@@ -16,7 +16,7 @@ namespace {
 constexpr int64_t kBoundaries[] = {100, 200, 300, 400, 500};
 constexpr size_t kBoundaryCount = sizeof(kBoundaries) / sizeof(kBoundaries[0]);
 
-TEST(PartitionUnit, AcceptsOneHourDayWeekOrMonthOnly) {
+TEST(PartitionUnit, AcceptsTheIntervalsOfTheTableOnly) {
     PartitionUnit unit = PartitionUnit::kDay;
     EXPECT_TRUE(partition_unit_of(1, 0, 0, &unit));
     EXPECT_EQ(unit, PartitionUnit::kMonth);
@@ -26,13 +26,43 @@ TEST(PartitionUnit, AcceptsOneHourDayWeekOrMonthOnly) {
     EXPECT_EQ(unit, PartitionUnit::kDay);
     EXPECT_TRUE(partition_unit_of(0, 0, int64_t{3600} * 1000000, &unit));
     EXPECT_EQ(unit, PartitionUnit::kHour);
+    EXPECT_TRUE(partition_unit_of(3, 0, 0, &unit));
+    EXPECT_EQ(unit, PartitionUnit::kQuarter);
+    EXPECT_TRUE(partition_unit_of(12, 0, 0, &unit));
+    EXPECT_EQ(unit, PartitionUnit::kYear);
     EXPECT_FALSE(partition_unit_of(0, 0, int64_t{86400} * 1000000, &unit));  // '24 hours'
     EXPECT_FALSE(partition_unit_of(2, 0, 0, &unit));
+    EXPECT_FALSE(partition_unit_of(6, 0, 0, &unit));
     EXPECT_FALSE(partition_unit_of(0, 2, 0, &unit));
     EXPECT_FALSE(partition_unit_of(1, 1, 0, &unit));
     EXPECT_FALSE(partition_unit_of(0, 0, 1800 * int64_t{1000000}, &unit));
     EXPECT_FALSE(partition_unit_of(0, 0, 0, &unit));
     EXPECT_FALSE(partition_unit_of(-1, 0, 0, &unit));
+}
+
+// The table is indexed by its units, and each row reads back as its own unit.
+TEST(PartitionUnit, EveryRowIsItsUnitsRow) {
+    for (size_t i = 0; i < kPartitionIntervalCount; i++) {
+        const PartitionInterval &row = kPartitionIntervals[i];
+        EXPECT_EQ(static_cast<size_t>(row.unit), i);
+        EXPECT_EQ(&partition_interval(row.unit), &row);
+        PartitionUnit unit = PartitionUnit::kHour;
+        EXPECT_TRUE(partition_unit_of(row.months, row.days, row.microseconds, &unit));
+        EXPECT_EQ(unit, row.unit);
+        EXPECT_STREQ(partition_unit_name(row.unit), row.trunc_field);
+    }
+}
+
+TEST(PartitionUnit, ListsEveryIntervalForAMessage) {
+    char list[kPartitionIntervalListSize];
+    const size_t length = partition_interval_list("'", list, sizeof(list));
+    EXPECT_STREQ(list, "'1 hour', '1 day', '1 week', '1 month', '3 months' or '1 year'");
+    EXPECT_EQ(length, std::strlen(list));
+    partition_interval_list("", list, sizeof(list));
+    EXPECT_STREQ(list, "1 hour, 1 day, 1 week, 1 month, 3 months or 1 year");
+    char small[10];
+    EXPECT_EQ(partition_interval_list("", small, sizeof(small)), 9u);
+    EXPECT_STREQ(small, "1 hour, 1");
 }
 
 TEST(PartitionSuffix, SaysTheTimeRange) {
@@ -47,6 +77,23 @@ TEST(PartitionSuffix, SaysTheTimeRange) {
     // The ISO year of a week may differ from the calendar year of its Monday.
     partition_suffix(PartitionUnit::kWeek, {2024, 12, 30, 0, 2025, 1}, suffix, sizeof(suffix));
     EXPECT_STREQ(suffix, "_p2025w01");
+    partition_suffix(PartitionUnit::kQuarter, {2026, 10, 1, 0, 2026, 40}, suffix, sizeof(suffix));
+    EXPECT_STREQ(suffix, "_p2026q4");
+    partition_suffix(PartitionUnit::kQuarter, {2026, 1, 1, 0, 2026, 1}, suffix, sizeof(suffix));
+    EXPECT_STREQ(suffix, "_p2026q1");
+    partition_suffix(PartitionUnit::kYear, {2026, 1, 1, 0, 2026, 1}, suffix, sizeof(suffix));
+    EXPECT_STREQ(suffix, "_p2026");
+}
+
+// Each row's example is the name partition_suffix() gives the period that holds 2026-12-01
+// 13:00 (in ISO week 49).
+TEST(PartitionSuffix, TheTablesExamplesAreItsNames) {
+    const PeriodStart start{2026, 12, 1, 13, 2026, 49};
+    for (const PartitionInterval &row : kPartitionIntervals) {
+        char suffix[kPartitionSuffixSize];
+        partition_suffix(row.unit, start, suffix, sizeof(suffix));
+        EXPECT_STREQ(suffix, row.suffix_example) << row.text;
+    }
 }
 
 TEST(CheckRanges, AcceptsPartitionsOfWholePeriodsInAnyOrder) {

@@ -13,17 +13,12 @@
 extern "C" {
 #include "postgres.h"
 
-#include "access/genam.h"
 #include "access/htup_details.h"
-#include "access/table.h"
 #include "catalog/heap.h"
-#include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/partition.h"
-#include "catalog/pg_extension.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
-#include "commands/extension.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
@@ -32,7 +27,6 @@ extern "C" {
 #include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
-#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 }
@@ -51,26 +45,16 @@ ProcessUtility_hook_type previous_utility_hook = nullptr;
 
 // The installation, or false where this database has none of version 1.12 or later.
 bool find_installation(ChangesInstallation *found) {
-    const Oid extension = get_extension_oid("snowflake", true);
-    if (!OidIsValid(extension)) {
+    ExtensionSchema extension;
+    if (!snowflake_find_extension_schema(&extension)) {
         return false;
     }
-    Relation extensions = table_open(ExtensionRelationId, AccessShareLock);
-    ScanKeyData key;
-    ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
-                ObjectIdGetDatum(extension));
-    SysScanDesc scan = systable_beginscan(extensions, ExtensionOidIndexId, true, nullptr, 1, &key);
-    const HeapTuple tuple = systable_getnext(scan);
-    const Oid schema = HeapTupleIsValid(tuple)
-                           ? reinterpret_cast<Form_pg_extension>(GETSTRUCT(tuple))->extnamespace
-                           : InvalidOid;
-    systable_endscan(scan);
-    table_close(extensions, AccessShareLock);
+    const Oid schema = extension.oid;
     const Oid tombstones = snowflake_extension_table(schema, "snowflake_tombstones");
     if (!OidIsValid(tombstones)) {
         return false;
     }
-    found->schema = quote_identifier(get_namespace_name(schema));
+    found->schema = extension.quoted;
     found->tables_schema = quote_identifier(get_namespace_name(get_rel_namespace(tombstones)));
     found->owner = owner_of(tombstones);
     return true;

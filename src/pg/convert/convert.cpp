@@ -33,6 +33,8 @@ extern "C" {
 
 #include "pg/as_owner.hpp"
 #include "pg/convert/convert.hpp"
+#include "pg/isolation.hpp"
+#include "pg/library_objects.hpp"
 #include "pg/object_names.hpp"
 
 extern "C" {
@@ -69,11 +71,6 @@ constexpr char kDefaultQuery[] =
 constexpr char kKeyConstraintQuery[] =
     "SELECT 1 FROM pg_catalog.pg_constraint WHERE conrelid = $1 AND contype IN ('p', 'u') "
     "AND $2 = ANY (conkey)";
-
-// The extension's schema, quoted, and its OID.
-constexpr char kExtensionSchemaQuery[] =
-    "SELECT pg_catalog.quote_ident(n.nspname), n.oid FROM pg_catalog.pg_extension AS e "
-    "JOIN pg_catalog.pg_namespace AS n ON n.oid = e.extnamespace WHERE e.extname = 'snowflake'";
 
 // The table, checked and locked: it must exist and be the caller's (checked before the lock, so
 // that a stranger cannot lock it), and be a plain or partitioned table that is no partition.
@@ -333,19 +330,9 @@ Oid extension_type(Oid extension_namespace, const char *name) {
 // The conversion to the target type, bigint or snowflake, shared by both SQL functions; the
 // arguments are checked for NULL by the caller.
 Datum convert_column(FunctionCallInfo fcinfo, Oid target) {
-    // The conversion must see the tables as they are once its locks are held; ALTER TABLE itself
-    // reads some of the catalog with the transaction's snapshot, and fails on a foreign key newer
-    // than it.
-    if (IsolationUsesXactSnapshot()) {
-        ereport(ERROR,
-                (errcode(ERRCODE_INVALID_TRANSACTION_STATE),
-                 errmsg("snowflake_convert_column() cannot run in a REPEATABLE READ or "
-                        "SERIALIZABLE transaction"),
-                 errdetail("It must read the tables as they are once its locks are held, and "
-                           "this transaction's snapshot may be older. Nothing was changed."),
-                 errhint("Run it in a READ COMMITTED transaction (the default): BEGIN "
-                         "ISOLATION LEVEL READ COMMITTED.")));
-    }
+    // ALTER TABLE itself reads some of the catalog with the transaction's snapshot, and fails on a
+    // foreign key newer than it.
+    snowflake_refuse_snapshot_isolation("snowflake_convert_column()");
     const Oid relation = PG_GETARG_OID(0);
     const char *column = NameStr(*PG_GETARG_NAME(1));
     InitMaterializedSRF(fcinfo, 0);
@@ -356,14 +343,9 @@ Datum convert_column(FunctionCallInfo fcinfo, Oid target) {
     // Names print and resolve as in a function with SET search_path = pg_catalog, pg_temp.
     const int guc_nest_level = pin_search_path();
     SPI_connect();
-    run_query(kExtensionSchemaQuery, 0, nullptr, nullptr, true);
-    const char *extension_schema = first_text();
-    if (extension_schema == nullptr) {
-        elog(ERROR, "snowflake: the extension is not installed in this database");
-    }
-    bool is_null = true;
-    const Oid extension_namespace =
-        DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &is_null));
+    const ExtensionSchema schema = snowflake_extension_schema();
+    const char *extension_schema = schema.quoted;
+    const Oid extension_namespace = schema.oid;
     const Oid snowflake_type = extension_type(extension_namespace, "snowflake");
     if (target != INT8OID && (!OidIsValid(target) || target != snowflake_type)) {
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -377,6 +359,7 @@ Datum convert_column(FunctionCallInfo fcinfo, Oid target) {
     // also the new id that every table on the key's paths must be able to take.
     run_query(psprintf("SELECT %s.snowflake_nextval()", extension_schema), 0, nullptr, nullptr,
               false);
+    bool is_null = true;
     const int64 new_id =
         DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &is_null));
 

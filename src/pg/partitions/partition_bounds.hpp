@@ -1,5 +1,5 @@
 // A partition's bounds and whether it takes rows, read from the catalog alone (no lock, no
-// role's code): the one reading of bounds that maintenance (partitions.cpp) and the view
+// role's code): the one reading of bounds that maintenance (maintain_table.cpp) and the view
 // snowflake_partition_reach (through snowflake_partition_ranges()) share. Include after
 // postgres.h.
 #pragma once

@@ -1,6 +1,6 @@
-// What the maintenance of time partitions (partitions.cpp) reads and says about the clock: an end
-// of a table's keys (the newest is where the retention counts back from when the clock is ahead of
-// it), the warning that says so, the gap in the partitions that a clock stepped ahead leaves and
+// What the maintenance of time partitions (maintain_table.cpp) reads and says about the clock: an
+// end of a table's keys (the newest is where the retention counts back from when the clock is ahead
+// of it), the warning that says so, the gap in the partitions that a clock stepped ahead leaves and
 // across which the retention removes nothing, and the refusal that names a clock far from the
 // partitions. Include after postgres.h.
 #pragma once

@@ -3,8 +3,8 @@
 // wherever it checks for interrupts. A cancel signal (pg_cancel_backend(), a client's cancel)
 // sets the same flag, and the owner's code may catch the limit's cancel and go on; so the limit
 // asks again every second, and a cancel signal is noted by a SIGINT handler of its own, which
-// hands the signal on to the handler it replaced, for as long as the limit runs. Only a cancel
-// with no signal behind it is taken for the limit's.
+// hands the signal on to the handler it replaced, for as long as the limit runs. A cancel is told
+// apart by these two notes alone, not by the wording or origin of its error.
 
 extern "C" {
 #include "postgres.h"
@@ -19,7 +19,6 @@ extern "C" {
 }
 
 #include <cerrno>
-#include <cstring>
 
 #include "pg/partitions/table_time_limit.hpp"
 
@@ -96,8 +95,11 @@ void end_table_time_limit() {
     (void)sigaction(SIGINT, &sigint_before, nullptr);
 }
 
-// A statement_timeout that ran out meanwhile is worded as its own (in the server's language).
-bool cancel_was_time_limit(const ErrorData *error) {
-    return limit_reached && !cancel_signalled &&
-           strcmp(error->message, _("canceling statement due to user request")) == 0;
+// A signal wins: a cancel of the caller's that comes after the limit was reached still ends the
+// whole call.
+CancelCause cancel_cause() {
+    if (cancel_signalled) {
+        return CancelCause::kSignal;
+    }
+    return limit_reached ? CancelCause::kTimeLimit : CancelCause::kOwnersCode;
 }

@@ -13,7 +13,10 @@ void start_table_time_limit(int limit_ms);
 // Ends the limit, however the table's maintenance ended; each start has its end.
 void end_table_time_limit();
 
-// Whether a cancel raised by the server during the table's maintenance is the limit's: the limit
-// was reached, no cancel signal arrived meanwhile, and it is worded as a user's request (a
-// statement_timeout is worded as its own).
-bool cancel_was_time_limit(const ErrorData *error);
+// Why a query_canceled error ended the table's maintenance. A cancel of the caller's comes as a
+// signal: pg_cancel_backend(), a client's cancel, and statement_timeout, which signals its own
+// process. The limit asks for a cancel with no signal. Neither: the owner's code raised it.
+enum class CancelCause { kSignal, kTimeLimit, kOwnersCode };
+
+// The cause of a query_canceled error raised while the limit ran.
+CancelCause cancel_cause();
