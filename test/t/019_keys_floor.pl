@@ -277,20 +277,23 @@ ok(!$node->log_contains(qr/ERROR:  permission denied/, $offset),
     'the revoked privileges failed no read');
 
 # The duplicates of the review: the clock behind keys that a policy hides from their owner. The
-# keys are issued with the clock 8 s ahead, and the server restarts with it right: the read runs
-# in a background worker, whose clock libfaketime does not move on every version.
+# keys are issued with the clock 8 s ahead, and the server restarts with its clock standing at the
+# time they were issued, 8 s behind them, however long the restart takes: the read runs in a
+# background worker, whose clock libfaketime does not move on every version. Then the clock runs
+# from now, and passes them within the 8 s.
 set_and_reload($node, 'snowflake.key_floor_max_lead', '1min');
 set_clock_offset($clock_file, '+8');
 $node->safe_psql('postgres', q(
 SET ROLE alice; SET app.tenant = 'c';
 INSERT INTO "Odd Schema"."tenant rows" SELECT FROM generate_series(1, 5000)));
 my $old_max = $node->safe_psql('postgres', 'SELECT max(id) FROM "Odd Schema"."tenant rows"');
-set_clock_offset($clock_file, '+0');
+freeze_clock($clock_file, unix_ms_of($old_max) - 8000);
 restart(1);
 like(error_of($node, q(SET ROLE alice; SET app.tenant = 'a';
 INSERT INTO "Odd Schema"."tenant rows" SELECT FROM generate_series(1, 100))),
     qr/55000: a stored key holds Snowflake id generation back.*\n.*key $old_max of column id of table "Odd Schema"\."tenant rows" \(owner alice\)/,
     "tenant c's keys, hidden from the inserting tenant, hold generation back");
+set_clock_offset($clock_file, '+0');
 ok($node->poll_query_until('postgres', 'SELECT snowflake_nextval() > 0'),
     'generation resumes by itself once the clock passes the keys');
 $node->safe_psql('postgres', q(
@@ -308,12 +311,13 @@ set_clock_offset($clock_file, '+8');
 $node->safe_psql('postgres', q(
 SET ROLE alice; INSERT INTO "Odd Schema".typed (note) SELECT 'before' FROM generate_series(1, 5000)));
 my $typed_max = $node->safe_psql('postgres', 'SELECT max(id) FROM "Odd Schema".typed');
-set_clock_offset($clock_file, '+0');
+freeze_clock($clock_file, unix_ms_of($typed_max) - 8000);
 restart(1);
 like(error_of($node, q(SET ROLE alice;
 INSERT INTO "Odd Schema".typed (note) SELECT 'after' FROM generate_series(1, 100))),
     qr/55000: a stored key holds Snowflake id generation back.*\n.*key $typed_max of column id of table "Odd Schema"\.typed \(owner alice\)/,
     'the keys of a snowflake column hold generation back');
+set_clock_offset($clock_file, '+0');
 ok($node->poll_query_until('postgres', 'SELECT snowflake_nextval() > 0'),
     'generation resumes by itself once the clock passes them');
 $node->safe_psql('postgres', q(
