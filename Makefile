@@ -17,7 +17,8 @@ DOCS = doc/design.md doc/operations.md doc/performance.md doc/reference.md doc/s
 # server that the PG* environment names instead, set up as that file says, and the TAP tests,
 # which need servers of their own, are left out (debian/tests/installcheck).
 REGRESS = codec generate info errors time_predicates partitioning peers convert key_defaults type \
-	convert_type partitions partition_zones publications settled changes install
+	convert_type partitions partition_intervals partition_zones publications settled changes \
+	install
 ISOLATION = interleaved_order time_predicates_sessions partition_stranger settled_bound
 ifeq ($(TEST_SERVER),running)
 ISOLATION_OPTS = --inputdir=test/isolation

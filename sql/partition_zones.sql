@@ -10,8 +10,9 @@
 -- boundaries maintenance computes from the oldest partition left still line up with it.
 -- Months, quarters and years are checked over the whole span in each zone that changes its
 -- offset (two years in one that does not). Days, weeks and hours are checked around the first
--- change of each kind in each zone (its offsets before and after): Asia/Pyongyang's half hour of
--- 2018-05-04 and the day that Pacific/Apia skipped, 2011-12-30, are among them.
+-- change of each kind in each zone (its offsets before and after, and the local time it lands
+-- on), and every interval from a later start after each such change: Asia/Pyongyang's half hour
+-- of 2018-05-04 and the day that Pacific/Apia skipped, 2011-12-30, are among them.
 CREATE EXTENSION IF NOT EXISTS snowflake;
 SET timezone = 'UTC';
 CREATE TEMP TABLE zones AS
@@ -26,16 +27,23 @@ SELECT z.name, w AS week
 FROM zones AS z,
      generate_series('2010-11-01 00:00+00'::timestamptz, '2040-01-01 00:00+00', '7 days') AS w
 WHERE pg_temp.utc_offset(z.name, w) <> pg_temp.utc_offset(z.name, w + interval '7 days');
-CREATE TEMP TABLE all_changes AS
-SELECT c.name, d AS day, pg_temp.utc_offset(c.name, d) AS before,
-       pg_temp.utc_offset(c.name, d + interval '1 day') AS after
+CREATE TEMP TABLE change_days AS
+SELECT c.name, d AS day
 FROM change_weeks AS c,
      generate_series(c.week, c.week + interval '6 days', '1 day') AS d
 WHERE pg_temp.utc_offset(c.name, d) <> pg_temp.utc_offset(c.name, d + interval '1 day');
--- The first change of each kind in each zone.
+-- Each change with its offsets and the local time it happens at (found to the quarter hour).
+CREATE TEMP TABLE all_changes AS
+SELECT c.name, c.day, pg_temp.utc_offset(c.name, q) AS before,
+       pg_temp.utc_offset(c.name, q + interval '15 minutes') AS after,
+       ((q + interval '15 minutes') AT TIME ZONE c.name)::time AS local_time
+FROM change_days AS c,
+     generate_series(c.day, c.day + interval '1 day' - interval '15 minutes', '15 minutes') AS q
+WHERE pg_temp.utc_offset(c.name, q) <> pg_temp.utc_offset(c.name, q + interval '15 minutes');
+-- The first change of each kind in each zone: its offsets and the local time it lands on.
 CREATE TEMP TABLE changes AS
-SELECT DISTINCT ON (name, before, after) name, day, before, after
-FROM all_changes ORDER BY name, before, after, day;
+SELECT DISTINCT ON (name, before, after, local_time) name, day, before, after
+FROM all_changes ORDER BY name, before, after, local_time, day;
 SELECT count(*) > 400 AS many_zones,
        count(*) FILTER (WHERE name IN (SELECT name FROM changes)) > 200 AS many_with_changes,
        (SELECT count(*) FROM changes) > 500 AS many_kinds_of_change,
@@ -81,6 +89,9 @@ SELECT w.name, w.every, w.since, b.starts, b.ends, b.name_suffix
 FROM windows AS w, LATERAL snowflake_partition_boundaries(w.every, w.name, w.since, w.until) AS b;
 CREATE INDEX ON periods (name, every, since, starts);
 ANALYZE periods;
+
+-- Every interval has many periods to check.
+SELECT every, count(*) > 1000 AS many_periods FROM periods GROUP BY every ORDER BY every;
 
 -- Each check, as the periods that fail it: none.
 SELECT 'empty' AS failure, count(*) FROM periods WHERE ends <= starts
@@ -129,10 +140,10 @@ SELECT 'another boundary from a later start', count(*) FROM (
                   AND p.starts > c.day + interval '1 day') AS later
         FROM windows AS w
         JOIN changes AS c ON c.name = w.name AND c.day >= w.since AND c.day < w.until
-        WHERE w.every < interval '1 month'
     ) AS l,
-    LATERAL snowflake_partition_boundaries(l.every, l.name, l.later,
-                                           LEAST(l.until, l.later + interval '60 days')) AS b
+    LATERAL snowflake_partition_boundaries(
+        l.every, l.name, l.later,
+        LEAST(l.until, l.later + GREATEST(interval '60 days', l.every * 3))) AS b
     WHERE l.later IS NOT NULL
     EXCEPT
     SELECT name, every, since, starts, ends, name_suffix FROM periods

@@ -400,51 +400,6 @@ FROM snowflake_maintain_partitions() WHERE parent IN ('zoned'::regclass, 'hers.p
 ORDER BY 1::text, 2;
 SELECT count(*) AS zoned_partitions FROM pg_inherits WHERE inhparent = 'zoned'::regclass;
 
--- Every interval that a refusal, a hint or a comment names is one of
--- snowflake_partition_intervals(), and each refusal names them all: all are made from the
--- library's one table of intervals. The refusal's own ", not ..." names the interval it refused.
-CREATE TEMP TABLE interval_texts (source text, words text);
-DO $$
-DECLARE
-    message text;
-    hint text;
-BEGIN
-    BEGIN
-        PERFORM snowflake_maintain_partitions('hers.paths');
-    EXCEPTION WHEN invalid_parameter_value THEN
-        GET STACKED DIAGNOSTICS message = MESSAGE_TEXT;
-        INSERT INTO interval_texts VALUES ('the refusal of a setup', message);
-    END;
-    BEGIN
-        PERFORM snowflake_partition_boundaries('2 days', 'UTC', now(), now());
-    EXCEPTION WHEN invalid_parameter_value THEN
-        GET STACKED DIAGNOSTICS message = MESSAGE_TEXT, hint = PG_EXCEPTION_HINT;
-        INSERT INTO interval_texts
-        VALUES ('the refusal of an argument', split_part(message, ', not ', 1)),
-               ('its hint', hint);
-    END;
-END
-$$;
-INSERT INTO interval_texts
-SELECT 'the comment of ' || p.oid::regprocedure, obj_description(p.oid, 'pg_proc')
-FROM pg_proc AS p JOIN pg_depend AS d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
-JOIN pg_extension AS e ON d.refclassid = 'pg_extension'::regclass AND d.refobjid = e.oid
-WHERE e.extname = 'snowflake' AND p.proname ~ 'partition';
-CREATE FUNCTION pg_temp.named_intervals(words text) RETURNS SETOF interval
-    LANGUAGE sql AS $$
-    SELECT DISTINCT m[1]::interval
-    FROM regexp_matches(words, '(\d+ (?:hour|day|week|month|year)s?)\M', 'g') AS m $$;
-SELECT count(*) FILTER (WHERE source ~ '^the refusal|^its hint') AS refusals,
-       count(*) FILTER (WHERE source ~ '^the comment') > 5 AS comments
-FROM interval_texts;
-SELECT t.source, i.every AS named_but_not_offered
-FROM interval_texts AS t, pg_temp.named_intervals(t.words) AS i(every)
-WHERE i.every NOT IN (SELECT every FROM snowflake_partition_intervals());
-SELECT t.source AS names_not_every_interval FROM interval_texts AS t
-WHERE t.source ~ '^the refusal|^its hint' AND EXISTS (
-    SELECT every FROM snowflake_partition_intervals()
-    EXCEPT SELECT * FROM pg_temp.named_intervals(t.words));
-
 -- Her code that raises query_canceled itself (an index expression, folded when a new partition's
 -- index is built, that does so under the maintenance of every table) fails her table alone: only
 -- a cancel that the server raised ends the call.
@@ -579,36 +534,6 @@ FROM snowflake_partition_boundaries('1 hour', 'Asia/Kathmandu', '2025-01-15 00:0
 
 -- Not set up.
 SELECT * FROM snowflake_maintain_partitions('odd');
-
--- Quarters and years, named so that their names sort as their ranges do, in a zone of their own.
-CREATE TABLE quarterly (id bigint PRIMARY KEY DEFAULT snowflake_nextval()) PARTITION BY RANGE (id);
-CREATE TABLE yearly (id bigint PRIMARY KEY DEFAULT snowflake_nextval()) PARTITION BY RANGE (id);
-SELECT count(*) AS quarters FROM snowflake_partition_table('quarterly', '3 months', 2, NULL, 'Asia/Tokyo');
-SELECT count(*) AS years FROM snowflake_partition_table('yearly', '1 year', 1, '2 years', 'Asia/Tokyo');
-INSERT INTO quarterly DEFAULT VALUES;
-INSERT INTO yearly DEFAULT VALUES;
-SELECT parent, bool_and(partition ~ CASE parent WHEN 'quarterly'::regclass THEN '^quarterly_p\d{4}q[1-4]$'
-                                               ELSE '^yearly_p\d{4}$' END) AS named,
-       array_agg(partition ORDER BY lower) = array_agg(partition ORDER BY partition) AS sorted,
-       bool_and(lower = snowflake_min_id(date_trunc(CASE parent WHEN 'quarterly'::regclass THEN 'quarter' ELSE 'year' END,
-                                                    snowflake_timestamp(lower), 'Asia/Tokyo'))) AS aligned
-FROM (SELECT p.parent, r.partition::text AS partition, r.lower_id AS lower
-      FROM (VALUES ('quarterly'::regclass), ('yearly'::regclass)) AS p(parent),
-           LATERAL snowflake_partition_ranges(p.parent) AS r) AS parts
-GROUP BY parent ORDER BY parent::text;
-SELECT parent, reaches_until >= now() + every AS a_period_ahead FROM snowflake_partition_reach
-WHERE parent IN ('quarterly'::regclass, 'yearly'::regclass) ORDER BY parent::text;
--- A setup printed as the call that makes it again, as a selective restore needs it: run once the
--- setup is gone, it adopts the table's partitions and writes the same setup.
-SELECT snowflake_partition_setup_sql('yearly') AS setup_sql;
-SELECT snowflake_partition_setup_sql('pg_class') IS NULL AS none_without_a_setup;
-CREATE TEMP TABLE printed AS SELECT snowflake_partition_setup_sql('yearly') AS setup_sql;
-DELETE FROM snowflake_catalog.snowflake_partitioned_tables WHERE parent = 'yearly'::regclass;
-SELECT format('SELECT action, count(*) FROM (%s) AS again GROUP BY action', rtrim(setup_sql, ';'))
-FROM printed \gexec
-SELECT every, ahead, retain, time_zone, drop_expired FROM snowflake_partitioned_tables
-WHERE parent = 'yearly'::regclass;
-DROP TABLE quarterly, yearly;
 
 SET client_min_messages = warning;
 DROP SCHEMA partitions CASCADE;

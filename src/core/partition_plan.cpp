@@ -53,6 +53,9 @@ const char *partition_unit_name(PartitionUnit unit) {
 
 // snprintf cuts what does not fit and keeps the text terminated.
 size_t partition_interval_list(const char *quote, char *out, size_t size) {
+    if (size == 0) {
+        return 0;
+    }
     size_t length = 0;
     for (size_t i = 0; i < kPartitionIntervalCount && length < size; i++) {
         const char *separator = i == 0 ? "" : (i + 1 == kPartitionIntervalCount ? " or " : ", ");

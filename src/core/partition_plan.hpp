@@ -53,7 +53,7 @@ const char *partition_unit_name(PartitionUnit unit);
 // " or ": "1 hour, 1 day, ... or 1 year"; returns its length, cut to fit size.
 size_t partition_interval_list(const char *quote, char *out, size_t size);
 
-// Longest text partition_interval_list() writes with quotes of one character, with its zero.
+// Room enough for what partition_interval_list() writes with quotes of one character.
 inline constexpr size_t kPartitionIntervalListSize = 128;
 
 // The local time fields of a partition's start (hourly partitions: of its start in UTC).

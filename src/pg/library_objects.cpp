@@ -19,7 +19,6 @@ extern "C" {
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
-#include "utils/rel.h"
 #include "utils/syscache.h"
 }
 
@@ -57,7 +56,8 @@ bool snowflake_find_extension_schema(ExtensionSchema *schema) {
     return true;
 }
 
-// A function of the extension runs without it only while DROP EXTENSION is dropping it.
+// A function of the extension can outlive it (ALTER EXTENSION ... DROP FUNCTION), and then says
+// so rather than fail on a missing object.
 ExtensionSchema snowflake_extension_schema() {
     ExtensionSchema schema{InvalidOid, nullptr};
     if (!snowflake_find_extension_schema(&schema)) {

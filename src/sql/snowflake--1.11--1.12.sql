@@ -624,14 +624,18 @@ COMMENT ON FUNCTION snowflake_partition_boundaries(interval, text, timestamptz, 
 -- and -n, and pg_restore -t and -n, restore the table and its partitions without their setup.
 -- Run what this prints after such a restore: the call adopts the partitions that line up. NULL
 -- for a table without a setup. SQL, STABLE, for PUBLIC: anyone reads the setups. The names are
--- qualified and the interval written in the style every session reads.
+-- qualified with this database's schemas, the interval is written in the style every session
+-- reads, and every argument is typed, so that no overload of other types that a role made is
+-- called in its place.
 CREATE FUNCTION snowflake_partition_setup_sql(parent regclass) RETURNS text
     LANGUAGE sql STABLE STRICT
     SET search_path = pg_catalog, pg_temp
     SET intervalstyle = postgres
 AS $$
-SELECT format('SELECT * FROM %s.snowflake_partition_table(%L, %L, ahead => %s, retain => %L, '
-              'time_zone => %L, drop_expired => %s);',
+SELECT format('SELECT * FROM %s.snowflake_partition_table(%L::pg_catalog.regclass, '
+              '%L::pg_catalog.interval, ahead => %s::pg_catalog.int4, '
+              'retain => %L::pg_catalog.interval, time_zone => %L::pg_catalog.text, '
+              'drop_expired => %s::pg_catalog.bool);',
               (SELECT quote_ident(n.nspname) FROM pg_extension AS e
                JOIN pg_namespace AS n ON n.oid = e.extnamespace WHERE e.extname = 'snowflake'),
               s.parent::text, s.every::text, s.ahead, s.retain::text, s.time_zone,

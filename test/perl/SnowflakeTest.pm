@@ -16,7 +16,7 @@ our @EXPORT = qw(snowflake_node start_with_clock set_clock_offset error_of have_
   max_id kill9_and_wait set_and_reload start_statement finish_statement archive_current_wal
   start_with_mark_faults inject_mark_fault offset_behind mark_file_text full_matrix unix_ms_of
   mark_on_disk create_old_mark_function freeze_clock restart_reading_keys restart_keys_unread
-  read_keys_now keys_floor_node);
+  read_keys_now keys_floor_node cancel_run_in_her_sleep);
 
 # Whether a test with a matrix (028, 029, 031) runs it whole: unless SNOWFLAKE_MATRIX=reduced,
 # and then still where SNOWFLAKE_MATRIX_FULL names the test's number (.ci/run chooses, so that
@@ -318,6 +318,27 @@ sub read_keys_now {
     $node->poll_query_until('postgres',
         "SELECT current_setting('snowflake.datacenter_id') = '$datacenter_id'")
       or die 'the reload did not set snowflake.datacenter_id';
+}
+
+# Starts CALL snowflake_run_partition_maintenance() in a session of its own, waits until a table
+# owner's code that it runs sleeps in pg_sleep(), cancels the run, and returns what the session
+# printed to its standard error once the run has ended.
+sub cancel_run_in_her_sleep {
+    my ($node) = @_;
+    my $run = $node->background_psql('postgres', on_error_stop => 0);
+    $run->query_until(qr/started\n/,
+        "\\echo started\nCALL snowflake_run_partition_maintenance();\n");
+    $node->poll_query_until('postgres', q(
+SELECT EXISTS (SELECT FROM pg_stat_activity WHERE wait_event = 'PgSleep'
+               AND query LIKE 'CALL snowflake_run_partition_maintenance()%')))
+      or die 'the run never slept in her code';
+    $node->safe_psql('postgres', q(
+SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+WHERE query LIKE 'CALL snowflake_run_partition_maintenance()%' AND pid <> pg_backend_pid()));
+    $run->query('SELECT 1');
+    my $stderr = $run->{stderr};
+    $run->quit;
+    return $stderr;
 }
 
 1;

@@ -7,8 +7,7 @@
 # begins, so that another role's table takes inserts while the run waits for a plain role's held
 # tables; a second run of the same role meanwhile does nothing; a statement_timeout ends the run
 # and frees its lock; a table whose owner's code runs past a table's time limit fails alone; it
-# refuses to run read-only or in a transaction block. A dump of one table or schema carries no
-# setup, and the call snowflake_partition_setup_sql() prints sets the restored table up again.
+# refuses to run read-only or in a transaction block.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -396,21 +395,10 @@ like($err, qr/NOTICE:  public\.bob_after_slow: created/, 'and the run goes on pa
 $node->safe_psql('postgres', q(
 UPDATE snowflake_partitioned_tables SET ahead = ahead + 1
 WHERE parent IN ('alice_slow'::regclass, 'bob_after_slow'::regclass)));
-my $cancelled = $node->background_psql('postgres', on_error_stop => 0);
-$cancelled->query_until(qr/started\n/,
-    "\\echo started\nCALL snowflake_run_partition_maintenance();\n");
-ok($node->poll_query_until('postgres', q(
-SELECT EXISTS (SELECT FROM pg_stat_activity WHERE wait_event = 'PgSleep'
-               AND query LIKE 'CALL snowflake_run_partition_maintenance()%'))),
-    'the run sleeps in her code');
-$node->safe_psql('postgres', q(
-SELECT pg_cancel_backend(pid) FROM pg_stat_activity
-WHERE query LIKE 'CALL snowflake_run_partition_maintenance()%' AND pid <> pg_backend_pid()));
-$cancelled->query('SELECT 1');
-like($cancelled->{stderr}, qr/ERROR:  canceling statement due to user request/,
+my $cancelled = cancel_run_in_her_sleep($node);
+like($cancelled, qr/ERROR:  canceling statement due to user request/,
     'a cancel her code swallowed ends the run once her time is up');
-unlike($cancelled->{stderr}, qr/bob_after_slow: created/, 'before the tables after hers');
-$cancelled->quit;
+unlike($cancelled, qr/bob_after_slow: created/, 'before the tables after hers');
 
 like(error_of($node, q(SET default_transaction_read_only = on;
 CALL snowflake_run_partition_maintenance())),
@@ -419,42 +407,6 @@ CALL snowflake_run_partition_maintenance())),
 like(error_of($node, q(BEGIN; CALL snowflake_run_partition_maintenance())),
     qr/ERROR:  25001: snowflake_run_partition_maintenance\(\) commits after each table and cannot run inside a transaction block/,
     'it refuses to run inside a transaction block');
-
-# A dump of one table or one schema carries no setup (only a dump of the whole database does):
-# the call that snowflake_partition_setup_sql() printed beforehand sets the restored table up
-# again, adopting its partitions.
-$node->safe_psql('postgres', q(
-CREATE DATABASE picked_from;
-CREATE DATABASE picked_into;
-));
-$node->safe_psql('picked_from', q(
-CREATE EXTENSION snowflake;
-CREATE SCHEMA kept;
-CREATE TABLE kept.picked (id bigint NOT NULL DEFAULT snowflake_nextval()) PARTITION BY RANGE (id);
-SELECT count(*) FROM snowflake_partition_table('kept.picked', '3 months', 2, '2 years',
-                                               'Europe/Berlin');
-INSERT INTO kept.picked DEFAULT VALUES;
-));
-my $setup_sql = $node->safe_psql('picked_from', q(SELECT snowflake_partition_setup_sql('kept.picked')));
-$setup_sql =~ s/;\z//;
-$node->safe_psql('picked_into', 'CREATE EXTENSION snowflake');
-for my $selection (['-t', 'kept.picked*'], ['-n', 'kept']) {
-    # A dump of tables leaves their schema out.
-    $node->safe_psql('picked_into', 'DROP SCHEMA IF EXISTS kept CASCADE');
-    $node->safe_psql('picked_into', 'CREATE SCHEMA kept') if $selection->[0] eq '-t';
-    $node->command_ok(['pg_dump', '-Fc', '-f', "$tmp/picked.dump", @$selection,
-            '-d', $node->connstr('picked_from')], "pg_dump $selection->[0]");
-    $node->command_ok(['pg_restore', '--exit-on-error', '-d', $node->connstr('picked_into'),
-            "$tmp/picked.dump"], "pg_restore of the dump of $selection->[0]");
-    is($node->safe_psql('picked_into', q(SELECT count(*) FROM snowflake_partitioned_tables)), '0',
-        "pg_dump $selection->[0] carries no setup");
-    is($node->safe_psql('picked_into', qq(
-SELECT string_agg(action, ' ') FROM ($setup_sql) AS r WHERE action <> 'adopted';
-SELECT count(*) FROM snowflake_partitioned_tables WHERE parent = 'kept.picked'::regclass
-    AND every = '3 months' AND ahead = 2 AND retain = '2 years' AND time_zone = 'Europe/Berlin';
-SELECT count(*) FROM kept.picked)), "\n1\n1",
-        'the printed call sets it up again, adopting every partition, and its row is there');
-}
 
 $node->stop;
 

@@ -6,7 +6,6 @@ extern "C" {
 #include "postgres.h"
 
 #include "access/table.h"
-#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -35,7 +34,6 @@ namespace {
 
 using namespace snowflake_partitions;
 using snowflake::IdRange;
-using snowflake::PartitionUnit;
 
 // The helper constraint that lets ATTACH PARTITION skip its scan; dropped once attached.
 constexpr char kBoundsConstraint[] = "snowflake_partition_bounds";
@@ -294,9 +292,6 @@ bool trim_partitions(const Report &report, const Setup &setup, Oid owner, AttrNu
 }  // namespace
 
 namespace snowflake_partitions {
-
-using snowflake::IdRange;
-using snowflake::PartitionUnit;
 
 // Brings one locked table up to its setup: checks its partitions against the boundaries, adopts
 // them (at setup), creates the missing ones from the current period (at setup: from the period of

@@ -47,9 +47,9 @@ void maintain_named_table(const Report &report, const Extension &extension, Oid 
     if (!read_setup(extension, parent, &setup)) {
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                         errmsg("%s is not set up for time partitions", table_text(parent)),
-                        errhint("Set it up first: SELECT * FROM snowflake_partition_table('%s', "
+                        errhint("Set it up first: SELECT * FROM snowflake_partition_table(%s, "
                                 "'1 month').",
-                                table_text(parent))));
+                                quote_literal_cstr(table_text(parent)))));
     }
     maintain_table(report, extension, setup, false);
 }
@@ -71,9 +71,12 @@ void maintain_one_of_many(const Report &report, const Extension &extension, Oid 
     // This table's rows, kept apart until its subtransaction commits.
     const Report table_report{tuplestore_begin_heap(false, false, work_mem), report.tupdesc,
                               report.function_name};
+    // A cancel that came after the table before ends the call here, not in this table's step.
+    CHECK_FOR_INTERRUPTS();
     BeginInternalSubTransaction(nullptr);
     MemoryContextSwitchTo(context);
     volatile bool maintained = false;
+    volatile bool cancelled = false;
     // Ended once on whichever path leaves the table: its starts and ends nest.
     volatile bool limit_running = true;
     start_table_time_limit(kManyTablesTimeLimitMs);
@@ -94,15 +97,21 @@ void maintain_one_of_many(const Report &report, const Extension &extension, Oid 
             maintain_table(table_report, extension, setup, false);
         }
         AtEOXact_GUC(false, guc_nest_level);
+        // Her code caught the limit's cancel and went on: the table ran past its limit all the
+        // same. A cancel of the caller's that her code caught too ends the call below instead.
+        if (table_time_limit_reached() && cancel_cause() != CancelCause::kSignal) {
+            ereport(ERROR, (errcode(ERRCODE_QUERY_CANCELED),
+                            errmsg("canceling statement due to the time limit of one table")));
+        }
         limit_running = false;
-        end_table_time_limit();
+        cancelled = end_table_time_limit();
         ReleaseCurrentSubTransaction();
         maintained = true;
     }
     PG_CATCH();
     {
         if (limit_running) {
-            end_table_time_limit();
+            (void)end_table_time_limit();
         }
         MemoryContextSwitchTo(context);
         ErrorData *error = CopyErrorData();
@@ -113,12 +122,15 @@ void maintain_one_of_many(const Report &report, const Extension &extension, Oid 
         // A cancel or statement_timeout is the caller's, not this table's: it ends the call. The
         // owner's code cannot end the maintenance of the tables after hers by raising
         // query_canceled itself, nor by running past the limit.
-        const CancelCause cause =
-            error->sqlerrcode == ERRCODE_QUERY_CANCELED ? cancel_cause() : CancelCause::kOwnersCode;
-        if (cause == CancelCause::kSignal) {
+        const CancelCause cause = cancel_cause();
+        if (cause == CancelCause::kSignal && error->sqlerrcode == ERRCODE_QUERY_CANCELED) {
             ReThrowError(error);
         }
-        const bool over_time = cause == CancelCause::kTimeLimit;
+        // Another error after a cancel of the caller's that her code caught is her table's, and
+        // the call ends once it is reported.
+        cancelled = cause == CancelCause::kSignal;
+        const bool over_time =
+            error->sqlerrcode == ERRCODE_QUERY_CANCELED && cause == CancelCause::kTimeLimit;
         if (over_time) {
             error->message = psprintf(
                 "took longer than %d s, the limit of one table in the maintenance of every table",
@@ -132,15 +144,21 @@ void maintain_one_of_many(const Report &report, const Extension &extension, Oid 
                     (errcode(error->sqlerrcode),
                      errmsg("time partitions of %s were not maintained: %s", table_text(parent),
                             error->message),
-                     errhint("Call snowflake_maintain_partitions('%s') to see the whole error "
+                     errhint("Call snowflake_maintain_partitions(%s) to see the whole error "
                              "(it maintains that table alone, without a time limit); the other "
                              "tables were maintained.",
-                             table_text(parent))));
+                             quote_literal_cstr(table_text(parent)))));
             add_row(report, parent, nullptr, psprintf("failed: %s", error->message));
         }
         FreeErrorData(error);
     }
     PG_END_TRY();
+    // A cancel of the caller's that her code caught ends the call once her table is done with.
+    if (cancelled) {
+        QueryCancelPending = true;
+        InterruptPending = true;
+        CHECK_FOR_INTERRUPTS();
+    }
     // Its rows join the report once its subtransaction is committed, outside the catch, which
     // could not undo a subtransaction that is no longer open.
     if (maintained) {

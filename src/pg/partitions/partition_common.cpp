@@ -21,6 +21,7 @@ extern "C" {
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
+#include "utils/tuplestore.h"
 }
 
 #include "core/partition_plan.hpp"
@@ -230,7 +231,7 @@ PartitionUnit unit_of_argument(Datum every, const char *function_name) {
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("%s partitions by %s, not %s", function_name, intervals,
                                DatumGetCString(DirectFunctionCall1(interval_out, every))),
-                        errhint("Pass %s; snowflake_partition_intervals() lists them.", quoted)));
+                        errhint("Pass %s.", quoted)));
     }
     return unit;
 }

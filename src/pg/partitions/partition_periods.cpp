@@ -17,7 +17,6 @@ extern "C" {
 }
 
 #include "core/codec.hpp"
-#include "core/mark_rules.hpp"
 #include "core/partition_plan.hpp"
 #include "pg/as_owner.hpp"
 #include "pg/partitions/partition_parts.hpp"

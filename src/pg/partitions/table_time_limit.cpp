@@ -45,10 +45,16 @@ void ask_for_cancel() {
     SetLatch(MyLatch);
 }
 
-// Notes a real cancel, then lets the replaced handler ask for it as it always does.
+// Notes a cancel of the caller's, then lets the replaced handler ask for it as it always does.
+// lock_timeout signals its own process too, but its lock waits are the table's: the step sets
+// lock_timeout, and the owner's code can wait for a lock of her own other session.
 void note_cancel_signal(int signo, siginfo_t *info, void *context) {
     const int saved_errno = errno;
-    cancel_signalled = true;
+    const bool own_lock_timeout =
+        info != nullptr && info->si_pid == MyProcPid && get_timeout_indicator(LOCK_TIMEOUT, false);
+    if (!own_lock_timeout) {
+        cancel_signalled = true;
+    }
     if ((sigint_before.sa_flags & SA_SIGINFO) != 0) {
         sigint_before.sa_sigaction(signo, info, context);
     } else if (sigint_before.sa_handler != SIG_DFL && sigint_before.sa_handler != SIG_IGN) {
@@ -82,17 +88,38 @@ void start_table_time_limit(int limit_ms) {
     noting.sa_mask = sigint_before.sa_mask;
     noting.sa_flags = SA_SIGINFO | (sigint_before.sa_flags & SA_RESTART);
     (void)sigaction(SIGINT, &noting, nullptr);
+    // The limit of the table before withdrew its own cancel, so a cancel still asked for came as a
+    // signal before the handler was in place.
+    if (QueryCancelPending) {
+        cancel_signalled = true;
+    }
     enable_timeout_every(limit_timer(),
                          TimestampTzPlusMilliseconds(GetCurrentTimestamp(), limit_ms), 1000);
 }
 
-// Called on every path out of the table's maintenance, an error's included.
-void end_table_time_limit() {
+// A cancel that the limit asked for and nobody took is withdrawn, so that it cannot end the next
+// table as a cancel of the caller's. SIGINT is blocked meanwhile, so that no signal's cancel is
+// withdrawn with it.
+bool end_table_time_limit() {
     if (--running_limits > 0) {
-        return;
+        return false;
     }
     disable_timeout(limit_timer(), false);
+    sigset_t sigint_only;
+    sigset_t blocked_before;
+    sigemptyset(&sigint_only);
+    sigaddset(&sigint_only, SIGINT);
+    (void)sigprocmask(SIG_BLOCK, &sigint_only, &blocked_before);
+    if (limit_reached && !cancel_signalled) {
+        QueryCancelPending = false;
+    }
     (void)sigaction(SIGINT, &sigint_before, nullptr);
+    (void)sigprocmask(SIG_SETMASK, &blocked_before, nullptr);
+    return cancel_signalled;
+}
+
+bool table_time_limit_reached() {
+    return limit_reached;
 }
 
 // A signal wins: a cancel of the caller's that comes after the limit was reached still ends the

@@ -10,12 +10,19 @@
 // limit goes on.
 void start_table_time_limit(int limit_ms);
 
-// Ends the limit, however the table's maintenance ended; each start has its end.
-void end_table_time_limit();
+// Ends the limit, however the table's maintenance ended; each start has its end. Returns whether
+// a cancel of the caller's came while it ran (always false for an inner limit), which the owner's
+// code may have caught: the call must end all the same.
+bool end_table_time_limit();
+
+// Whether the limit was reached: the owner's code that caught its cancel and ended well all the
+// same still ran past it.
+bool table_time_limit_reached();
 
 // Why a query_canceled error ended the table's maintenance. A cancel of the caller's comes as a
 // signal: pg_cancel_backend(), a client's cancel, and statement_timeout, which signals its own
-// process. The limit asks for a cancel with no signal. Neither: the owner's code raised it.
+// process (a lock_timeout's signal is not counted). The limit asks for a cancel with no signal.
+// Neither: the owner's code raised it.
 enum class CancelCause { kSignal, kTimeLimit, kOwnersCode };
 
 // The cause of a query_canceled error raised while the limit ran.
