@@ -97,11 +97,16 @@ void maintain_one_of_many(const Report &report, const Extension &extension, Oid 
             maintain_table(table_report, extension, setup, false);
         }
         AtEOXact_GUC(false, guc_nest_level);
+        // A cancel still pending (a lock timeout's) is this table's, and fails it here.
+        CHECK_FOR_INTERRUPTS();
         // Her code caught the limit's cancel and went on: the table ran past its limit all the
         // same. A cancel of the caller's that her code caught too ends the call below instead.
         if (table_time_limit_reached() && cancel_cause() != CancelCause::kSignal) {
-            ereport(ERROR, (errcode(ERRCODE_QUERY_CANCELED),
-                            errmsg("canceling statement due to the time limit of one table")));
+            ereport(ERROR,
+                    (errcode(ERRCODE_QUERY_CANCELED),
+                     errmsg("the maintenance of %s ran past its time limit", table_text(parent)),
+                     errhint("Call snowflake_maintain_partitions() on that table alone, which has "
+                             "no time limit.")));
         }
         limit_running = false;
         cancelled = end_table_time_limit();
@@ -144,10 +149,11 @@ void maintain_one_of_many(const Report &report, const Extension &extension, Oid 
                     (errcode(error->sqlerrcode),
                      errmsg("time partitions of %s were not maintained: %s", table_text(parent),
                             error->message),
-                     errhint("Call snowflake_maintain_partitions(%s) to see the whole error "
-                             "(it maintains that table alone, without a time limit); the other "
-                             "tables were maintained.",
-                             quote_literal_cstr(table_text(parent)))));
+                     cancelled ? errhint("A cancel of the call came meanwhile: the call ends here.")
+                               : errhint("Call snowflake_maintain_partitions(%s) to see the whole "
+                                         "error (it maintains that table alone, without a time "
+                                         "limit); the other tables were maintained.",
+                                         quote_literal_cstr(table_text(parent)))));
             add_row(report, parent, nullptr, psprintf("failed: %s", error->message));
         }
         FreeErrorData(error);
@@ -155,9 +161,13 @@ void maintain_one_of_many(const Report &report, const Extension &extension, Oid 
     PG_END_TRY();
     // A cancel of the caller's that her code caught ends the call once her table is done with.
     if (cancelled) {
-        QueryCancelPending = true;
-        InterruptPending = true;
-        CHECK_FOR_INTERRUPTS();
+        ereport(ERROR,
+                (errcode(ERRCODE_QUERY_CANCELED),
+                 errmsg("canceling the maintenance of every table: a cancel came while %s was "
+                        "maintained, and its owner's code caught it",
+                        table_text(parent)),
+                 errhint("The tables after it were not maintained. Call it again when it should "
+                         "run.")));
     }
     // Its rows join the report once its subtransaction is committed, outside the catch, which
     // could not undo a subtransaction that is no longer open.

@@ -50,8 +50,10 @@ void ask_for_cancel() {
 // lock_timeout, and the owner's code can wait for a lock of her own other session.
 void note_cancel_signal(int signo, siginfo_t *info, void *context) {
     const int saved_errno = errno;
-    const bool own_lock_timeout =
-        info != nullptr && info->si_pid == MyProcPid && get_timeout_indicator(LOCK_TIMEOUT, false);
+    // A statement_timeout that fired with it is the caller's all the same.
+    const bool own_lock_timeout = info != nullptr && info->si_pid == MyProcPid &&
+                                  get_timeout_indicator(LOCK_TIMEOUT, false) &&
+                                  !get_timeout_indicator(STATEMENT_TIMEOUT, false);
     if (!own_lock_timeout) {
         cancel_signalled = true;
     }
@@ -97,9 +99,9 @@ void start_table_time_limit(int limit_ms) {
                          TimestampTzPlusMilliseconds(GetCurrentTimestamp(), limit_ms), 1000);
 }
 
-// A cancel that the limit asked for and nobody took is withdrawn, so that it cannot end the next
-// table as a cancel of the caller's. SIGINT is blocked meanwhile, so that no signal's cancel is
-// withdrawn with it.
+// A cancel still asked for without a signal of the caller's is the table's (the limit's, or a lock
+// timeout's) and is withdrawn, so that it cannot end the next table or the call. SIGINT is blocked
+// meanwhile, so that no signal's cancel is withdrawn with it.
 bool end_table_time_limit() {
     if (--running_limits > 0) {
         return false;
@@ -110,14 +112,16 @@ bool end_table_time_limit() {
     sigemptyset(&sigint_only);
     sigaddset(&sigint_only, SIGINT);
     (void)sigprocmask(SIG_BLOCK, &sigint_only, &blocked_before);
-    if (limit_reached && !cancel_signalled) {
+    if (!cancel_signalled) {
         QueryCancelPending = false;
+        (void)get_timeout_indicator(LOCK_TIMEOUT, true);
     }
     (void)sigaction(SIGINT, &sigint_before, nullptr);
     (void)sigprocmask(SIG_SETMASK, &blocked_before, nullptr);
     return cancel_signalled;
 }
 
+// Read after the step, whose code may have caught the limit's cancel.
 bool table_time_limit_reached() {
     return limit_reached;
 }

@@ -19,11 +19,12 @@ bool end_table_time_limit();
 // same still ran past it.
 bool table_time_limit_reached();
 
-// Why a query_canceled error ended the table's maintenance. A cancel of the caller's comes as a
+// Where a cancel during the table's maintenance came from. A cancel of the caller's comes as a
 // signal: pg_cancel_backend(), a client's cancel, and statement_timeout, which signals its own
 // process (a lock_timeout's signal is not counted). The limit asks for a cancel with no signal.
 // Neither: the owner's code raised it.
 enum class CancelCause { kSignal, kTimeLimit, kOwnersCode };
 
-// The cause of a query_canceled error raised while the limit ran.
+// What the limit saw while it ran, read once the step has ended, well or not: a cancel signal of
+// the caller's, the limit reached, or neither.
 CancelCause cancel_cause();
