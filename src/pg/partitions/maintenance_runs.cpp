@@ -101,7 +101,7 @@ void maintain_one_of_many(const Report &report, const Extension &extension, Oid 
         CHECK_FOR_INTERRUPTS();
         // Her code caught the limit's cancel and went on: the table ran past its limit all the
         // same. A cancel of the caller's that her code caught too ends the call below instead.
-        if (table_time_limit_reached() && cancel_cause() != CancelCause::kSignal) {
+        if (cancel_cause() == CancelCause::kTimeLimit) {
             ereport(ERROR,
                     (errcode(ERRCODE_QUERY_CANCELED),
                      errmsg("the maintenance of %s ran past its time limit", table_text(parent)),

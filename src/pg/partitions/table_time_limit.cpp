@@ -121,11 +121,6 @@ bool end_table_time_limit() {
     return cancel_signalled;
 }
 
-// Read after the step, whose code may have caught the limit's cancel.
-bool table_time_limit_reached() {
-    return limit_reached;
-}
-
 // A signal wins: a cancel of the caller's that comes after the limit was reached still ends the
 // whole call.
 CancelCause cancel_cause() {

@@ -15,10 +15,6 @@ void start_table_time_limit(int limit_ms);
 // code may have caught: the call must end all the same.
 bool end_table_time_limit();
 
-// Whether the limit was reached: the owner's code that caught its cancel and ended well all the
-// same still ran past it.
-bool table_time_limit_reached();
-
 // Where a cancel during the table's maintenance came from. A cancel of the caller's comes as a
 // signal: pg_cancel_backend(), a client's cancel, and statement_timeout, which signals its own
 // process (a lock_timeout's signal is not counted). The limit asks for a cancel with no signal.
