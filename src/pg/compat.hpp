@@ -129,7 +129,7 @@ inline uint32 snowflake_wait_event(const char *name) {
         uint32 id;
     };
     // More than the extension's names, so that every one is kept.
-    static NamedWait known[8];
+    static NamedWait known[12];
     static int known_count = 0;
     for (int i = 0; i < known_count; i++) {
         if (strcmp(known[i].name, name) == 0) {
@@ -211,11 +211,11 @@ inline TM_Result snowflake_tuple_delete(Relation table, ItemPointer row, Snapsho
 #define DATCONNLIMIT_INVALID_DB (-2)
 #endif
 
-// transaction_timeout (PostgreSQL 17) set back to its default in the keys reader of a database,
-// whose defaults could end the reader with it.
-inline void snowflake_reset_transaction_timeout() {
+// transaction_timeout (PostgreSQL 17) set back to its default in a worker whose role's or
+// database's defaults could end it.
+inline void snowflake_reset_transaction_timeout(GucSource source) {
 #if PG_VERSION_NUM >= 170000
-    SetConfigOption("transaction_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
+    SetConfigOption("transaction_timeout", "0", PGC_SUSET, source);
 #endif
 }
 // The oldest xid whose status the commit log still holds; PostgreSQL 17 renamed the struct.

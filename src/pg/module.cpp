@@ -187,6 +187,14 @@ void define_settings() {
         "Adds the equivalent condition on the column itself; results are the same either way.",
         &snowflake_time_predicates_setting, true, PGC_USERSET, 0, nullptr,
         snowflake_assign_time_predicates, nullptr);
+    DefineCustomIntVariable(
+        "snowflake.partition_owner_share",
+        "How much of one run of snowflake_run_partition_maintenance() the tables of one owner may "
+        "have.",
+        "An owner's table starts only while her tables have had less; the rest wait for the next "
+        "run.",
+        &snowflake_partition_owner_share_setting, 60, 1, 86400, PGC_SUSET, GUC_UNIT_S, nullptr,
+        nullptr, nullptr);
     define_fleet_settings();
     MarkGUCPrefixReserved("snowflake");
 }

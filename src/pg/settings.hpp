@@ -21,6 +21,8 @@ extern int snowflake_fleet_check_interval_setting;
 extern int snowflake_on_duplicate_node_setting;
 // In milliseconds.
 extern int snowflake_max_clock_offset_setting;
+// In seconds: how much of one scheduled run an owner's tables may have (scheduled_run.cpp).
+extern int snowflake_partition_owner_share_setting;
 
 // What the fleet guard does when another live server holds this server's node pair.
 enum FleetDuplicateAction { kFleetDuplicateWarn, kFleetDuplicateRefuse };

@@ -645,3 +645,10 @@ WHERE s.parent OPERATOR(pg_catalog.=) $1
 $$;
 COMMENT ON FUNCTION snowflake_partition_setup_sql(regclass) IS
     'The setup of a table for time partitions as a call of snowflake_partition_table() that makes it again, to run after pg_dump -t or -n, or pg_restore -t or -n, which carry no setup; NULL for a table without one';
+
+-- The scheduled run is fair to the roles whose tables it maintains (1.12): each table in a
+-- background worker of its own, which a table owner's code can end without ending the run,
+-- owners in turns, and each owner's tables within snowflake.partition_owner_share of the run
+-- (doc/security.md "A fair scheduled run"). The library does it; only the comment changes.
+COMMENT ON PROCEDURE snowflake_run_partition_maintenance() IS
+    'Maintains every table set up for time partitions whose owner the caller acts for, each in a background worker and a transaction of its own, owners in turns and each within snowflake.partition_owner_share of the run, and does nothing while another run of the same role is in progress; reports what it did as notices';

@@ -320,21 +320,23 @@ sub read_keys_now {
       or die 'the reload did not set snowflake.datacenter_id';
 }
 
-# Starts CALL snowflake_run_partition_maintenance() in a session of its own, waits until a table
-# owner's code that it runs sleeps in pg_sleep(), cancels the run, and returns what the session
-# printed to its standard error once the run has ended.
+# Starts the maintenance of every table (CALL snowflake_run_partition_maintenance(), or the
+# statement given) in a session of its own, waits until a table owner's code that it runs sleeps
+# in pg_sleep() (in that session, or in the worker of the run's table), cancels it, and returns
+# what the session printed to its standard error once the call has ended.
 sub cancel_run_in_her_sleep {
-    my ($node) = @_;
+    my ($node, $statement) = @_;
+    $statement //= 'CALL snowflake_run_partition_maintenance()';
     my $run = $node->background_psql('postgres', on_error_stop => 0);
-    $run->query_until(qr/started\n/,
-        "\\echo started\nCALL snowflake_run_partition_maintenance();\n");
-    $node->poll_query_until('postgres', q(
+    $run->query_until(qr/started\n/, "\\echo started\n$statement;\n");
+    $node->poll_query_until('postgres', qq(
 SELECT EXISTS (SELECT FROM pg_stat_activity WHERE wait_event = 'PgSleep'
-               AND query LIKE 'CALL snowflake_run_partition_maintenance()%')))
-      or die 'the run never slept in her code';
-    $node->safe_psql('postgres', q(
+               AND (backend_type = 'snowflake partition maintenance'
+                    OR query LIKE '$statement%'))))
+      or die 'the call never slept in her code';
+    $node->safe_psql('postgres', qq(
 SELECT pg_cancel_backend(pid) FROM pg_stat_activity
-WHERE query LIKE 'CALL snowflake_run_partition_maintenance()%' AND pid <> pg_backend_pid()));
+WHERE query LIKE '$statement%' AND pid <> pg_backend_pid()));
     $run->query('SELECT 1');
     my $stderr = $run->{stderr};
     $run->quit;

@@ -125,7 +125,7 @@ void snowflake_database_keys_reader_main(Datum main_arg) {
     for (const auto &setting : kReaderSettings) {
         SetConfigOption(setting[0], setting[1], PGC_SUSET, PGC_S_OVERRIDE);
     }
-    snowflake_reset_transaction_timeout();
+    snowflake_reset_transaction_timeout(PGC_S_OVERRIDE);
     pgstat_report_activity(STATE_RUNNING, "reading the stored keys of this database");
     SetCurrentStatementStartTimestamp();
     StartTransactionCommand();

@@ -1,7 +1,7 @@
-// snowflake_maintain_partitions() (version 1.7) and the procedure
-// snowflake_run_partition_maintenance() (version 1.8): the maintenance of one named table, or of
-// every table the caller may maintain, each of those in a subtransaction of its own with a time
-// limit, so that no owner's table stops the maintenance of the others.
+// snowflake_maintain_partitions() (version 1.7): the maintenance of one named table, or of every
+// table the caller may maintain, each of those in a subtransaction of its own with a time limit,
+// so that no owner's table stops the maintenance of the others. The scheduled run is
+// scheduled_run.cpp.
 
 extern "C" {
 #include "postgres.h"
@@ -13,8 +13,6 @@ extern "C" {
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "nodes/parsenodes.h"
-#include "storage/lock.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/resowner.h"
@@ -32,7 +30,6 @@ extern "C" {
 
 extern "C" {
 PG_FUNCTION_INFO_V1(snowflake_maintain_partitions);
-PG_FUNCTION_INFO_V1(snowflake_run_partition_maintenance);
 }
 
 namespace {
@@ -53,12 +50,6 @@ void maintain_named_table(const Report &report, const Extension &extension, Oid 
     }
     maintain_table(report, extension, setup, false);
 }
-
-// How long maintenance of every table waits for a lock of one of them.
-constexpr char kManyTablesLockTimeout[] = "1s";
-
-// How long maintenance of every table gives one of them (table_time_limit.hpp).
-constexpr int kManyTablesTimeLimitMs = 10000;
 
 // One of every table set up, in a subtransaction of its own: a table another session holds is
 // left for the next call rather than awaited (the call may hold locks on tables it has
@@ -183,30 +174,43 @@ void maintain_one_of_many(const Report &report, const Extension &extension, Oid 
     tuplestore_end(table_report.store);
 }
 
-// Every table set up whose owner's privileges the caller has, in OID order; first the rows whose
-// table is gone are removed, which the event trigger misses where event triggers do not fire
-// (single-user mode, event_triggers off, a temporary table dropped as its session ends).
-Oid *list_tables_to_maintain(const Extension &extension, int *count) {
+}  // namespace
+
+// Every table set up whose owner's privileges the caller has (partition_parts.hpp); first the rows
+// whose table is gone are removed, which the event trigger misses where event triggers do not
+// fire (single-user mode, event_triggers off, a temporary table dropped as its session ends).
+ListedTable *snowflake_partitions::list_tables_to_maintain(const Extension &extension,
+                                                           bool in_turns, int *count) {
     remove_setups(extension.config_table, InvalidOid);
-    if (SPI_execute(psprintf("SELECT t.parent::pg_catalog.oid FROM %s AS t JOIN "
-                             "pg_catalog.pg_class AS c ON c.oid OPERATOR(pg_catalog.=) "
-                             "t.parent::pg_catalog.oid WHERE pg_catalog.pg_has_role(c.relowner, "
-                             "'USAGE') AND c.relpersistence OPERATOR(pg_catalog.<>) 't' ORDER BY 1",
-                             extension.config_table_text),
+    // In turns: each owner's first table, then each owner's second, and so on; an owner's tables
+    // go from the one whose partitions reach least far ahead.
+    const char *order = in_turns
+                            ? psprintf(
+                                  "pg_catalog.row_number() OVER (PARTITION BY c.relowner ORDER BY "
+                                  "(SELECT r.reaches_until FROM %s.snowflake_partition_reach AS r "
+                                  "WHERE r.parent::pg_catalog.oid OPERATOR(pg_catalog.=) c.oid), "
+                                  "c.oid), c.relowner",
+                                  extension.schema)
+                            : "c.oid";
+    if (SPI_execute(psprintf("SELECT c.oid, c.relowner FROM %s AS t JOIN pg_catalog.pg_class AS c "
+                             "ON c.oid OPERATOR(pg_catalog.=) t.parent::pg_catalog.oid WHERE "
+                             "pg_catalog.pg_has_role(c.relowner, 'USAGE') AND c.relpersistence "
+                             "OPERATOR(pg_catalog.<>) 't' ORDER BY %s",
+                             extension.config_table_text, order),
                     true, 0) != SPI_OK_SELECT) {
         elog(ERROR, "snowflake: could not read snowflake_partitioned_tables");
     }
     *count = static_cast<int>(SPI_processed);
-    auto *parents = static_cast<Oid *>(palloc(sizeof(Oid) * (*count + 1)));
+    auto *tables = static_cast<ListedTable *>(palloc(sizeof(ListedTable) * (*count + 1)));
     for (int i = 0; i < *count; i++) {
         bool is_null = true;
-        parents[i] = DatumGetObjectId(
+        tables[i].parent = DatumGetObjectId(
             SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &is_null));
+        tables[i].owner = DatumGetObjectId(
+            SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &is_null));
     }
-    return parents;
+    return tables;
 }
-
-}  // namespace
 
 // Brings one table, or every table set up that the caller may maintain, up to its setup.
 extern "C" Datum snowflake_maintain_partitions(PG_FUNCTION_ARGS) {
@@ -217,135 +221,16 @@ extern "C" Datum snowflake_maintain_partitions(PG_FUNCTION_ARGS) {
     const int guc_nest_level = pin_search_path();
     SPI_connect();
     const Extension extension = find_extension();
-    Oid *parents = nullptr;
-    int parent_count = 0;
     if (!PG_ARGISNULL(0)) {
-        parents = static_cast<Oid *>(palloc(sizeof(Oid)));
-        parents[0] = PG_GETARG_OID(0);
-        parent_count = 1;
+        maintain_named_table(report, extension, PG_GETARG_OID(0), kName);
     } else {
-        parents = list_tables_to_maintain(extension, &parent_count);
-    }
-    if (!PG_ARGISNULL(0)) {
-        maintain_named_table(report, extension, parents[0], kName);
-    }
-    for (int i = 0; PG_ARGISNULL(0) && i < parent_count; i++) {
-        maintain_one_of_many(report, extension, parents[i], kName);
+        int count = 0;
+        const ListedTable *tables = list_tables_to_maintain(extension, false, &count);
+        for (int i = 0; i < count; i++) {
+            maintain_one_of_many(report, extension, tables[i].parent, kName);
+        }
     }
     SPI_finish();
     unpin_search_path(guc_nest_level);
     return static_cast<Datum>(0);
-}
-
-namespace {
-
-// The lock that keeps one role's runs of the procedure in this database from overlapping: an
-// advisory lock that no SQL function can take (pg_locks shows it with classid the configuration
-// table's OID, objid the role's and objsubid 3, where pg_advisory_lock() uses 1 and 2), so that
-// no role can hold it to keep another role's scheduled runs from maintaining anything.
-constexpr uint16 kRunLockKind = 3;
-LOCKTAG run_lock(const Extension &extension) {
-    LOCKTAG tag;
-    SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, extension.config_table, GetUserId(), kRunLockKind);
-    return tag;
-}
-
-// The report's row as a notice, since a procedure returns no rows.
-void notify_row(TupleTableSlot *slot) {
-    slot_getallattrs(slot);
-    const char *parent = table_text(DatumGetObjectId(slot->tts_values[0]));
-    const char *action = TextDatumGetCString(slot->tts_values[2]);
-    if (slot->tts_isnull[1]) {
-        ereport(NOTICE, (errmsg("%s: %s", parent, action)));
-    } else {
-        ereport(NOTICE,
-                (errmsg("%s: %s %s", parent, action, TextDatumGetCString(slot->tts_values[1]))));
-    }
-}
-
-// The report's columns, as snowflake_maintain_partitions() returns them.
-TupleDesc report_columns() {
-    TupleDesc columns = CreateTemplateTupleDesc(3);
-    TupleDescInitEntry(columns, 1, "parent", REGCLASSOID, -1, 0);
-    TupleDescInitEntry(columns, 2, "partition", TEXTOID, -1, 0);
-    TupleDescInitEntry(columns, 3, "action", TEXTOID, -1, 0);
-    snowflake_finalize_tuple_desc(columns);
-    return columns;
-}
-
-}  // namespace
-
-// Maintains every table set up that the caller may maintain, each table in a transaction of its
-// own, as snowflake_maintain_partitions() maintains one of many: the DETACH of one table keeps its
-// inserts out only until that table's commit, and a table another session holds costs the run
-// about a second (lock_timeout) and no other table anything (doc/reference.md "Scheduling").
-extern "C" Datum snowflake_run_partition_maintenance(PG_FUNCTION_ARGS) {
-    using namespace snowflake_partitions;
-    constexpr char kName[] = "snowflake_run_partition_maintenance()";
-    const auto *call = reinterpret_cast<const CallContext *>(fcinfo->context);
-    if (call == nullptr || !IsA(call, CallContext) || call->atomic) {
-        ereport(ERROR,
-                (errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
-                 errmsg("%s commits after each table and cannot run inside a transaction block "
-                        "or a function",
-                        kName),
-                 errhint("CALL it on its own, or use SELECT * FROM "
-                         "snowflake_maintain_partitions() inside a transaction.")));
-    }
-    refuse_unfit_transaction(kName);
-    SPI_connect_ext(SPI_OPT_NONATOMIC);
-    // Pinned for this first transaction's reads, and again in each table's: a commit ends it.
-    int guc_nest_level = pin_search_path();
-    const Extension extension = find_extension();
-    const LOCKTAG lock = run_lock(extension);
-    if (LockAcquire(&lock, ExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL) {
-        ereport(NOTICE,
-                (errmsg("%s did nothing: another run of it by role %s is in progress in this "
-                        "database",
-                        kName, quote_identifier(GetUserNameFromId(GetUserId(), false))),
-                 errhint("Leave the tables to that run; pg_locks shows the session that holds "
-                         "its advisory lock.")));
-        unpin_search_path(guc_nest_level);
-        SPI_finish();
-        PG_RETURN_VOID();
-    }
-    const TupleDesc columns = report_columns();
-    const MemoryContext run_memory = CurrentMemoryContext;
-    PG_TRY();
-    {
-        int parent_count = 0;
-        const Oid *parents = list_tables_to_maintain(extension, &parent_count);
-        unpin_search_path(guc_nest_level);
-        SPI_commit();
-        for (int i = 0; i < parent_count; i++) {
-            // This table's allocations, freed once it is committed.
-            const MemoryContext table_memory = AllocSetContextCreate(
-                run_memory, "snowflake table maintenance", ALLOCSET_DEFAULT_SIZES);
-            MemoryContextSwitchTo(table_memory);
-            guc_nest_level = pin_search_path();
-            const Report report{tuplestore_begin_heap(false, false, work_mem), columns, kName};
-            maintain_one_of_many(report, extension, parents[i], kName);
-            TupleTableSlot *slot = MakeSingleTupleTableSlot(columns, &TTSOpsMinimalTuple);
-            while (tuplestore_gettupleslot(report.store, true, false, slot)) {
-                notify_row(slot);
-            }
-            ExecDropSingleTupleTableSlot(slot);
-            tuplestore_end(report.store);
-            unpin_search_path(guc_nest_level);
-            SPI_commit();
-            MemoryContextSwitchTo(run_memory);
-            MemoryContextDelete(table_memory);
-        }
-    }
-    PG_CATCH();
-    {
-        // A session lock outlives the transaction's abort: released here, or no later run of
-        // this role would start while the session lasts.
-        LockRelease(&lock, ExclusiveLock, true);
-        PG_RE_THROW();
-    }
-    PG_END_TRY();
-    LockRelease(&lock, ExclusiveLock, true);
-    SPI_finish();
-    PG_RETURN_VOID();
 }

@@ -26,6 +26,7 @@ extern "C" {
 
 #include "core/partition_plan.hpp"
 #include "pg/as_owner.hpp"
+#include "pg/compat.hpp"
 #include "pg/isolation.hpp"
 #include "pg/library_objects.hpp"
 #include "pg/object_names.hpp"
@@ -190,6 +191,16 @@ bool read_setup(const Extension &extension, Oid parent, Setup *setup) {
     setup->time_zone = SPI_getvalue(row, description, 4);
     setup->drop_expired = DatumGetBool(SPI_getbinval(row, description, 5, &is_null));
     return true;
+}
+
+// The report's columns, for a run whose report is not a function's result.
+TupleDesc report_columns() {
+    TupleDesc columns = CreateTemplateTupleDesc(3);
+    TupleDescInitEntry(columns, 1, "parent", REGCLASSOID, -1, 0);
+    TupleDescInitEntry(columns, 2, "partition", TEXTOID, -1, 0);
+    TupleDescInitEntry(columns, 3, "action", TEXTOID, -1, 0);
+    snowflake_finalize_tuple_desc(columns);
+    return columns;
 }
 
 // Opens the report: the rows the function returns, kept in a tuplestore.

@@ -1,7 +1,8 @@
 // Time partitions of a table range-partitioned on its Snowflake key, kept ahead of the clock and
 // trimmed by a retention: the parts that their files share (partition_common.cpp). The files are
 // setting a table up (partition_setup.cpp), maintaining one table (maintain_table.cpp), the runs
-// over one or many tables (maintenance_runs.cpp) and the periods (partition_periods.cpp).
+// over one or many tables (maintenance_runs.cpp), the scheduled run (scheduled_run.cpp, with
+// table_step.hpp) and the periods (partition_periods.cpp).
 // doc/reference.md "Time partitions" says what they do; doc/design.md "Time partitions" says why
 // they are C and which locks they take.
 //
@@ -18,6 +19,13 @@
 #pragma once
 
 namespace snowflake_partitions {
+
+// How long the maintenance of every table waits for a lock of one of them.
+constexpr char kManyTablesLockTimeout[] = "1s";
+
+// How long the maintenance of every table gives one of them: a time limit in the caller's session
+// (table_time_limit.hpp), the end of the table's worker in a scheduled run (table_step.hpp).
+constexpr int kManyTablesTimeLimitMs = 10000;
 
 // More boundaries than this (over 11 years of hours) means a mistaken interval or start.
 constexpr int kMaxBoundaries = 100000;
@@ -84,6 +92,19 @@ void refuse_unnamed_zone(const char *time_zone);
 int compute_boundaries(const Report &report, const Extension &extension, const Setup &setup,
                        Oid owner, int64 first_id, int64 last_id, TimestampTz now,
                        int64 **boundary_ids, snowflake::PeriodStart **starts);
+
+// A table to maintain, and its owner.
+struct ListedTable {
+    Oid parent;
+    Oid owner;
+};
+
+// Every table set up that the caller may maintain: in OID order, or, for a scheduled run, in
+// turns of their owners (maintenance_runs.cpp).
+ListedTable *list_tables_to_maintain(const Extension &extension, bool in_turns, int *count);
+
+// The report's columns, as snowflake_maintain_partitions() returns them.
+TupleDesc report_columns();
 
 // Brings one locked table up to its setup (maintain_table.cpp).
 void maintain_table(const Report &report, const Extension &extension, const Setup &setup,

@@ -1,0 +1,50 @@
+// One table's step of a scheduled run (snowflake_run_partition_maintenance()), run in a session of
+// its own: a background worker connected as the caller (table_step_worker.cpp), which the run
+// starts, awaits cancellably and ends at the time limit (table_step_leader.cpp). The table's
+// owner's code runs in that session only: whatever it does there (transaction_timeout,
+// exit_on_error, a loop that catches every cancel) ends that session at worst, not the run.
+//
+// Locking. The run and its worker share one segment of dynamic shared memory per table: a
+// TableStep, then a message queue (storage/shm_mq.h) that carries the worker's notices, warnings
+// and error to the run, as a parallel worker's go to its leader. The run writes the request
+// before it starts the worker and reads the outcome only after the postmaster has reported the
+// worker gone; the worker writes the outcome last, behind a write barrier. The queue has its own
+// locking.
+//
+// Include after postgres.h and storage/shm_mq.h.
+#pragma once
+
+namespace snowflake_partitions {
+
+// What became of a table's step, as its worker wrote it (kNone: it wrote nothing).
+enum class StepOutcome : int { kNone = 0, kMaintained, kFailed };
+
+// The request, written by the run, and the outcome, written by the worker.
+struct TableStep {
+    Oid database;
+    Oid session_user;
+    Oid current_user;
+    int security_context;
+    Oid parent;
+    char client_min_messages[32];
+    StepOutcome outcome;
+};
+
+// The size of the queue that follows the TableStep in the segment.
+constexpr Size kStepQueueBytes = 64 * 1024;
+
+// The queue in a step's segment.
+inline shm_mq *step_queue(TableStep *step) {
+    return reinterpret_cast<shm_mq *>(reinterpret_cast<char *>(step) + MAXALIGN(sizeof(TableStep)));
+}
+
+// Runs the maintenance of one table in a worker of its own, for at most limit_ms, and reports
+// what it did as notices and warnings; a cancel of the caller's ends the worker and the call.
+// Returns how many milliseconds the table cost the run.
+long run_table_step(Oid parent, int limit_ms, const char *function_name);
+
+// Reports a table whose step failed: a warning, and a notice as for the rows of the others. The
+// worker reports its own failure; the run those it sees from outside.
+void report_step_failure(const char *parent, int sqlerrcode, const char *message);
+
+}  // namespace snowflake_partitions
