@@ -11,6 +11,7 @@ extern "C" {
 #include "catalog/pg_proc.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "postmaster/bgworker.h"
 #include "replication/syncrep.h"
 #include "replication/walsender_private.h"
 #include "storage/latch.h"
@@ -209,6 +210,15 @@ inline TM_Result snowflake_tuple_delete(Relation table, ItemPointer row, Snapsho
 // to: PostgreSQL 15.4 and 16 brought it, earlier 15 minors have no such state.
 #ifndef DATCONNLIMIT_INVALID_DB
 #define DATCONNLIMIT_INVALID_DB (-2)
+#endif
+
+// The flags of a worker connected as a caller's session user: PostgreSQL 17 lets it connect though
+// the role may no longer log in, as the caller's own session still does.
+constexpr int kSnowflakeCallerWorkerFlags =
+#if PG_VERSION_NUM >= 170000
+    BGWORKER_BYPASS_ALLOWCONN | BGWORKER_BYPASS_ROLELOGINCHECK;
+#else
+    BGWORKER_BYPASS_ALLOWCONN;
 #endif
 
 // transaction_timeout (PostgreSQL 17) set back to its default in a worker whose role's or

@@ -193,7 +193,7 @@ void define_settings() {
         "have.",
         "An owner's table starts only while her tables have had less; the rest wait for the next "
         "run.",
-        &snowflake_partition_owner_share_setting, 60, 1, 86400, PGC_SUSET, GUC_UNIT_S, nullptr,
+        &snowflake_partition_owner_share_setting, 120, 1, 86400, PGC_SUSET, GUC_UNIT_S, nullptr,
         nullptr, nullptr);
     define_fleet_settings();
     MarkGUCPrefixReserved("snowflake");

@@ -19,7 +19,7 @@ char *snowflake_fleet_setting = nullptr;
 int snowflake_fleet_check_interval_setting = 60;
 int snowflake_on_duplicate_node_setting = kFleetDuplicateWarn;
 int snowflake_max_clock_offset_setting = 1000;
-int snowflake_partition_owner_share_setting = 60;
+int snowflake_partition_owner_share_setting = 120;
 
 namespace {
 

@@ -182,16 +182,12 @@ void maintain_one_of_many(const Report &report, const Extension &extension, Oid 
 ListedTable *snowflake_partitions::list_tables_to_maintain(const Extension &extension,
                                                            bool in_turns, int *count) {
     remove_setups(extension.config_table, InvalidOid);
-    // In turns: each owner's first table, then each owner's second, and so on; an owner's tables
-    // go from the one whose partitions reach least far ahead.
-    const char *order = in_turns
-                            ? psprintf(
-                                  "pg_catalog.row_number() OVER (PARTITION BY c.relowner ORDER BY "
-                                  "(SELECT r.reaches_until FROM %s.snowflake_partition_reach AS r "
-                                  "WHERE r.parent::pg_catalog.oid OPERATOR(pg_catalog.=) c.oid), "
-                                  "c.oid), c.relowner",
-                                  extension.schema)
-                            : "c.oid";
+    // In turns: each owner's first table, then each owner's second, and so on, each owner's in
+    // OID order. Nothing of a table but its catalog row decides: no owner can make the listing
+    // slow or fail.
+    const char *order = in_turns ? "pg_catalog.row_number() OVER (PARTITION BY c.relowner ORDER "
+                                   "BY c.oid), c.relowner"
+                                 : "c.oid";
     if (SPI_execute(psprintf("SELECT c.oid, c.relowner FROM %s AS t JOIN pg_catalog.pg_class AS c "
                              "ON c.oid OPERATOR(pg_catalog.=) t.parent::pg_catalog.oid WHERE "
                              "pg_catalog.pg_has_role(c.relowner, 'USAGE') AND c.relpersistence "

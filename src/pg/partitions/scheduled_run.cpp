@@ -62,30 +62,37 @@ OwnerShare &share_of(OwnerShare *owners, int *owner_count, Oid owner) {
     return owners[(*owner_count)++];
 }
 
-// Whether an owner's tables may have more of the run; a notice says so once when not.
+// Whether an owner's tables may have more of the run; a warning says so once when not.
 bool within_share(OwnerShare &share, Oid parent, const char *function_name) {
     const long share_ms = static_cast<long>(snowflake_partition_owner_share_setting) * 1000;
     if (share.used_ms < share_ms) {
         return true;
     }
     if (!share.told) {
-        // A role dropped since the run listed its tables is named by its OID.
+        // A role dropped since the run listed its tables is named by its OID, as is one whose
+        // name the client's encoding cannot show.
         const char *role = GetUserNameFromId(share.owner, true);
-        ereport(NOTICE,
-                (errmsg("%s left %s and the tables of role %s after it to its next run: that "
-                        "role's tables had their share of this run",
-                        function_name, table_text(parent),
-                        role != nullptr ? quote_identifier(role) : psprintf("%u", share.owner)),
-                 errdetail("They took %ld ms; snowflake.partition_owner_share is %d s.",
-                           share.used_ms, snowflake_partition_owner_share_setting),
-                 errhint("The next run maintains them first among that role's tables if their "
-                         "partitions reach least far ahead.")));
+        role = role != nullptr ? quote_identifier(role) : nullptr;
+        ereport(
+            WARNING,
+            (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+             errmsg("%s left %s and the tables of role %s after it to its next run: that "
+                    "role's tables had their share of this run",
+                    function_name, shown_table_text(parent),
+                    client_can_show(role) && role != nullptr ? role
+                                                             : psprintf("of OID %u", share.owner)),
+             errdetail("They took %ld ms; snowflake.partition_owner_share is %d s.", share.used_ms,
+                       snowflake_partition_owner_share_setting),
+             errhint("Each run takes a role's tables in the same order, so these wait until a "
+                     "superuser raises snowflake.partition_owner_share: each table takes about "
+                     "0.1 s.")));
         share.told = true;
     }
     return false;
 }
 
-// Maintains the listed tables, one transaction each, and each owner's within her share.
+// Maintains the listed tables, one transaction each, and each owner's within her share. Once no
+// background worker slot comes free, the rest wait for the next run.
 void run_tables(const ListedTable *tables, int count, const char *function_name) {
     const MemoryContext run_memory = CurrentMemoryContext;
     auto *owners = static_cast<OwnerShare *>(palloc(sizeof(OwnerShare) * (count + 1)));
@@ -95,17 +102,32 @@ void run_tables(const ListedTable *tables, int count, const char *function_name)
         const MemoryContext table_memory = AllocSetContextCreate(
             run_memory, "snowflake table maintenance", ALLOCSET_DEFAULT_SIZES);
         MemoryContextSwitchTo(table_memory);
-        // Pinned for the names in the notices; the commit ends it.
+        // Pinned for the names in the messages; the commit ends it.
         const int guc_nest_level = pin_search_path();
         OwnerShare &share = share_of(owners, &owner_count, tables[i].owner);
-        if (within_share(share, tables[i].parent, function_name)) {
-            share.used_ms +=
-                run_table_step(tables[i].parent, kManyTablesTimeLimitMs, function_name);
+        const bool started = within_share(share, tables[i].parent, function_name);
+        const long cost =
+            started ? run_table_step(tables[i].parent, kManyTablesTimeLimitMs, function_name) : 0;
+        if (cost < 0) {
+            ereport(WARNING,
+                    (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+                     errmsg("%s left %d tables to its next run, from %s on: no background "
+                            "worker slot was free",
+                            function_name, count - i, shown_table_text(tables[i].parent)),
+                     errhint("Each table is maintained in a background worker of its own: raise "
+                             "max_worker_processes to at least max_parallel_workers plus one "
+                             "plus the server's other workers, and restart.")));
         }
+        share.used_ms += Max(cost, 0L);
         unpin_search_path(guc_nest_level);
-        SPI_commit();
+        if (started) {
+            SPI_commit();
+        }
         MemoryContextSwitchTo(run_memory);
         MemoryContextDelete(table_memory);
+        if (cost < 0) {
+            return;
+        }
     }
 }
 

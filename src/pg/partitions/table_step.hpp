@@ -40,8 +40,16 @@ inline shm_mq *step_queue(TableStep *step) {
 
 // Runs the maintenance of one table in a worker of its own, for at most limit_ms, and reports
 // what it did as notices and warnings; a cancel of the caller's ends the worker and the call.
-// Returns how many milliseconds the table cost the run.
+// Returns how many milliseconds the table cost the run, or -1 if no background worker slot came
+// free within a second.
 long run_table_step(Oid parent, int limit_ms, const char *function_name);
+
+// Whether the client's encoding can show a text; a name or a message it cannot would end the
+// run where it is reported.
+bool client_can_show(const char *text);
+
+// A table's name as the run's messages show it: by its OID where the client's encoding cannot.
+const char *shown_table_text(Oid parent);
 
 // Reports a table whose step failed: a warning, and a notice as for the rows of the others. The
 // worker reports its own failure; the run those it sees from outside.

@@ -8,6 +8,7 @@ extern "C" {
 #include "lib/stringinfo.h"
 #include "libpq/pqformat.h"
 #include "libpq/pqmq.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -18,6 +19,7 @@ extern "C" {
 #include "storage/shm_mq.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 }
 
@@ -82,40 +84,106 @@ BackgroundWorkerHandle *start_step_worker(BackgroundWorker *worker) {
     return handle;
 }
 
-// Passes on the notices and warnings the worker has sent so far, as if raised here; keeps the
-// message of an error that ended it, which is the run's to report. Returns it, or the one kept
-// before.
-const char *pass_on_messages(shm_mq_handle *queue, const char *ending_error) {
+// The error that ended a worker, as its last message said.
+struct EndingError {
+    int sqlerrcode;
+    const char *message;  // nullptr: none came
+};
+
+// Passes on what the worker has sent, as if raised here, until the queue is empty or the
+// deadline, so that a flood read by a slow client cannot hold the run past the limit. Without
+// pass_on (after the limit) it is read and dropped, so that a worker blocked on a full queue can
+// end. Each message is parsed in memory freed once it is passed on; an error that ended the
+// worker is kept.
+void pass_on_messages(Oid parent, shm_mq_handle *queue, EndingError *ending, bool pass_on,
+                      TimestampTz deadline) {
+    const MemoryContext caller_memory = CurrentMemoryContext;
+    const MemoryContext message_memory =
+        AllocSetContextCreate(caller_memory, "snowflake step message", ALLOCSET_SMALL_SIZES);
     Size size = 0;
     void *data = nullptr;
     while (shm_mq_receive(queue, &size, &data, true) == SHM_MQ_SUCCESS) {
+        if (!pass_on) {
+            continue;
+        }
+        MemoryContextSwitchTo(message_memory);
         StringInfoData message;
         initStringInfo(&message);
         appendBinaryStringInfo(&message, static_cast<const char *>(data), static_cast<int>(size));
         const char type = static_cast<char>(pq_getmsgbyte(&message));
-        if (type != 'N' && type != 'E') {
-            continue;
-        }
         ErrorData error{};
-        pq_parse_errornotice(&message, &error);
-        if (error.elevel >= ERROR) {
-            ending_error = error.message;
-            continue;
+        const bool reported = type == 'N' || type == 'E';
+        if (reported) {
+            pq_parse_errornotice(&message, &error);
         }
-        ThrowErrorData(&error);
+        if (reported && error.elevel >= ERROR) {
+            ending->sqlerrcode = error.sqlerrcode;
+            ending->message = error.message != nullptr
+                                  ? MemoryContextStrdup(caller_memory, error.message)
+                                  : nullptr;
+        } else if (reported && client_can_show(error.message) && client_can_show(error.detail) &&
+                   client_can_show(error.hint) && client_can_show(error.context)) {
+            ThrowErrorData(&error);
+        } else if (reported) {
+            ereport(error.elevel,
+                    (errmsg("a message of the maintenance of the table of OID %u was left out: "
+                            "client_encoding %s cannot show it",
+                            parent, pg_get_client_encoding_name()),
+                     errhint("The server log has it.")));
+        }
+        MemoryContextSwitchTo(caller_memory);
+        MemoryContextReset(message_memory);
+        if (GetCurrentTimestamp() >= deadline) {
+            break;
+        }
     }
-    return ending_error;
+    MemoryContextDelete(message_memory);
 }
 
 }  // namespace
+
+// Whether the client's encoding can show a text (a table's name, a message of the owner's code):
+// one it cannot would end the run where it is reported. Only the conversion's own refusal is
+// caught; the conversion holds nothing, and any other error goes on.
+bool client_can_show(const char *text) {
+    if (text == nullptr || pg_get_client_encoding() == GetDatabaseEncoding()) {
+        return true;
+    }
+    const MemoryContext context = CurrentMemoryContext;
+    volatile bool shown = true;
+    PG_TRY();
+    { (void)pg_server_to_client(text, static_cast<int>(strlen(text))); }
+    PG_CATCH();
+    {
+        MemoryContextSwitchTo(context);
+        ErrorData *error = CopyErrorData();
+        if (error->sqlerrcode != ERRCODE_UNTRANSLATABLE_CHARACTER &&
+            error->sqlerrcode != ERRCODE_CHARACTER_NOT_IN_REPERTOIRE) {
+            PG_RE_THROW();
+        }
+        FlushErrorState();
+        FreeErrorData(error);
+        shown = false;
+    }
+    PG_END_TRY();
+    return shown;
+}
+
+// A table's name as the run's messages show it: by its OID where the client's encoding cannot.
+const char *shown_table_text(Oid parent) {
+    const char *text = table_text(parent);
+    return client_can_show(text) ? text : psprintf("the table of OID %u", parent);
+}
 
 // A table whose step failed: a warning, and a notice as for the rows of the others.
 void report_step_failure(const char *parent, int sqlerrcode, const char *message) {
     ereport(WARNING,
             (errcode(sqlerrcode),
              errmsg("time partitions of %s were not maintained: %s", parent, message),
-             errhint("Call snowflake_maintain_partitions(%s) to see the whole error (it maintains "
-                     "that table alone, without a time limit); the other tables were maintained.",
+             errhint("The run goes on to the other tables. To see the whole error, call "
+                     "snowflake_maintain_partitions(%s), which maintains that table alone, in "
+                     "your session and without a time limit: its owner's code can end your "
+                     "session, or hold it.",
                      quote_literal_cstr(parent))));
     ereport(NOTICE, (errmsg("%s: failed: %s", parent, message)));
 }
@@ -138,23 +206,17 @@ long run_table_step(Oid parent, int limit_ms, const char *function_name) {
     BackgroundWorkerHandle *handle = start_step_worker(&worker);
     if (handle == nullptr) {
         dsm_detach(segment);
-        ereport(WARNING,
-                (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-                 errmsg("%s left %s to its next run: no background worker slot was free",
-                        function_name, table_text(parent)),
-                 errhint("Each table is maintained in a background worker of its own: raise "
-                         "max_worker_processes to at least max_parallel_workers plus one plus "
-                         "the server's other workers, and restart.")));
-        return elapsed_ms(started);
+        return -1;
     }
     shm_mq_handle *messages = shm_mq_attach(queue, segment, handle);
-    const char *ending_error = nullptr;
+    EndingError ending{ERRCODE_ADMIN_SHUTDOWN, nullptr};
     bool ended_at_limit = false;
     PG_ENSURE_ERROR_CLEANUP(end_step_worker, PointerGetDatum(handle));
     {
         pid_t pid;
+        const TimestampTz deadline = TimestampTzPlusMilliseconds(started, limit_ms);
         while (GetBackgroundWorkerPid(handle, &pid) != BGWH_STOPPED) {
-            ending_error = pass_on_messages(messages, ending_error);
+            pass_on_messages(parent, messages, &ending, !ended_at_limit, deadline);
             const long elapsed = elapsed_ms(started);
             if (elapsed >= limit_ms && !ended_at_limit) {
                 TerminateBackgroundWorker(handle);
@@ -162,20 +224,21 @@ long run_table_step(Oid parent, int limit_ms, const char *function_name) {
             }
             wait_for_step(ended_at_limit ? 100 : limit_ms - elapsed);
         }
-        ending_error = pass_on_messages(messages, ending_error);
+        pass_on_messages(parent, messages, &ending, !ended_at_limit, deadline);
     }
     PG_END_ENSURE_ERROR_CLEANUP(end_step_worker, PointerGetDatum(handle));
     pg_read_barrier();
     if (step->outcome == StepOutcome::kNone && ended_at_limit) {
-        report_step_failure(table_text(parent), ERRCODE_QUERY_CANCELED,
+        report_step_failure(shown_table_text(parent), ERRCODE_QUERY_CANCELED,
                             psprintf("took longer than %d s, the limit of one table in the "
                                      "maintenance of every table",
                                      limit_ms / 1000));
     } else if (step->outcome == StepOutcome::kNone) {
-        report_step_failure(
-            table_text(parent), ERRCODE_ADMIN_SHUTDOWN,
-            psprintf("the session that maintained it ended before it was done: %s",
-                     ending_error != nullptr ? ending_error : "the server log says why"));
+        report_step_failure(shown_table_text(parent), ending.sqlerrcode,
+                            psprintf("the session that maintained it ended before it was done: %s",
+                                     ending.message != nullptr && client_can_show(ending.message)
+                                         ? ending.message
+                                         : "the server log says why"));
     }
     dsm_detach(segment);
     pfree(handle);

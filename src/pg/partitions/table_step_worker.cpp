@@ -11,6 +11,7 @@ extern "C" {
 #include "fmgr.h"
 #include "funcapi.h"
 #include "libpq/pqmq.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -40,15 +41,13 @@ namespace {
 
 using namespace snowflake_partitions;
 
-// The settings that a role's or a database's defaults could turn against the step: a timeout that
-// ends it (the run keeps the time limit), a transaction that cannot write. A lock that another
-// session holds is awaited for a second at most, as in the maintenance of every table. They are
-// set as a session's SET would be, so that the owner's code may still set them as it could in the
-// caller's session.
+// The settings that a role's or a database's defaults could turn against the step: a transaction
+// that cannot write (transaction_timeout is set back below; the run keeps the time limit). A lock
+// that another session holds is awaited for a second at most, as in the maintenance of every
+// table. They are set as a session's SET would be, so that the owner's code may still set them as
+// it could in the caller's session.
 constexpr const char *kStepSettings[][2] = {
-    {"statement_timeout", "0"},
     {"lock_timeout", kManyTablesLockTimeout},
-    {"idle_in_transaction_session_timeout", "0"},
     {"default_transaction_isolation", "read committed"},
     {"default_transaction_read_only", "off"},
     {"default_transaction_deferrable", "off"},
@@ -105,9 +104,12 @@ void snowflake_partition_step_main(Datum main_arg) {
     shm_mq_set_sender(queue, MyProc);
     pq_redirect_to_shm_mq(segment, shm_mq_attach(queue, segment, nullptr));
     BackgroundWorkerInitializeConnectionByOid(step->database, step->session_user,
-                                              BGWORKER_BYPASS_ALLOWCONN);
+                                              kSnowflakeCallerWorkerFlags);
     SetUserIdAndSecContext(step->current_user, step->security_context);
     SetConfigOption("client_min_messages", step->client_min_messages, PGC_SUSET, PGC_S_SESSION);
+    // The run reads the messages in the database's encoding and converts them for its client, as
+    // a parallel worker's leader does.
+    SetClientEncoding(GetDatabaseEncoding());
     for (const auto &setting : kStepSettings) {
         SetConfigOption(setting[0], setting[1], PGC_SUSET, PGC_S_SESSION);
     }
@@ -135,10 +137,11 @@ void snowflake_partition_step_main(Datum main_arg) {
         maintain_in_worker(report, step->parent, parent_text);
         PopActiveSnapshot();
         CommitTransactionCommand();
-        MemoryContextSwitchTo(step_memory);
-        notify_report(parent_text, report);
+        // Written before the notices: the step is done once committed, whatever ends the worker.
         pg_write_barrier();
         step->outcome = StepOutcome::kMaintained;
+        MemoryContextSwitchTo(step_memory);
+        notify_report(parent_text, report);
     }
     PG_CATCH();
     {
