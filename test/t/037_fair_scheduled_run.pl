@@ -112,8 +112,8 @@ $err = run_with('catch');
 like($err, qr/WARNING:  time partitions of public\.her_\d+ were not maintained: took longer than 10 s/,
     'her code that catches every cancel is ended at the time limit');
 
-# A name that the caller's client_encoding cannot show is replaced, and ends nothing: the table
-# after it is maintained.
+# A name that the caller's client_encoding cannot show is replaced, and ends nothing, in a table's
+# name or in a field of her warning (the column it names): the table after them is maintained.
 $node->safe_psql('postgres',
     "CREATE DATABASE utf8_names ENCODING 'UTF8' LOCALE 'C' TEMPLATE template0");
 # The name is written in ASCII, as a Unicode escape.
@@ -122,6 +122,15 @@ CREATE EXTENSION snowflake;
 CREATE TABLE U&"\6F22" (id bigint NOT NULL) PARTITION BY RANGE (id);
 SELECT count(*) FROM snowflake_partition_table(
     (SELECT oid FROM pg_class WHERE relname = U&'\6F22')::regclass, '1 day', 1);
+CREATE FUNCTION names_it(integer) RETURNS integer LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    RAISE WARNING 'a column named' USING COLUMN = U&'\6F22';
+    RETURN $1;
+END
+$$;
+CREATE TABLE warns (id bigint NOT NULL) PARTITION BY RANGE (id);
+SELECT count(*) FROM snowflake_partition_table('warns', '1 day', 1);
+CREATE INDEX ON warns ((names_it(0) + id));
 CREATE TABLE after_it (id bigint NOT NULL) PARTITION BY RANGE (id);
 SELECT count(*) FROM snowflake_partition_table('after_it', '1 day', 1);
 UPDATE snowflake_catalog.snowflake_partitioned_tables SET ahead = 2));

@@ -69,23 +69,24 @@ bool within_share(OwnerShare &share, Oid parent, const char *function_name) {
         return true;
     }
     if (!share.told) {
-        // A role dropped since the run listed its tables is named by its OID, as is one whose
-        // name the client's encoding cannot show.
+        // Worked out before the report, whose texts the check of the client's encoding must not
+        // interrupt. A role dropped since the run listed its tables is named by its OID, as is
+        // one whose name the client's encoding cannot show.
+        const char *table = shown_table_text(parent);
         const char *role = GetUserNameFromId(share.owner, true);
-        role = role != nullptr ? quote_identifier(role) : nullptr;
-        ereport(
-            WARNING,
-            (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-             errmsg("%s left %s and the tables of role %s after it to its next run: that "
-                    "role's tables had their share of this run",
-                    function_name, shown_table_text(parent),
-                    client_can_show(role) && role != nullptr ? role
-                                                             : psprintf("of OID %u", share.owner)),
-             errdetail("They took %ld ms; snowflake.partition_owner_share is %d s.", share.used_ms,
-                       snowflake_partition_owner_share_setting),
-             errhint("Each run takes a role's tables in the same order, so these wait until a "
-                     "superuser raises snowflake.partition_owner_share: each table takes about "
-                     "0.1 s.")));
+        role = role != nullptr && client_can_show(quote_identifier(role))
+                   ? quote_identifier(role)
+                   : psprintf("of OID %u", share.owner);
+        ereport(WARNING,
+                (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+                 errmsg("%s left %s and the tables of role %s after it to its next run: that "
+                        "role's tables had their share of this run",
+                        function_name, table, role),
+                 errdetail("They took %ld ms; snowflake.partition_owner_share is %d s.",
+                           share.used_ms, snowflake_partition_owner_share_setting),
+                 errhint("Each run takes a role's tables in the same order, so these wait until "
+                         "a superuser raises snowflake.partition_owner_share: each table takes "
+                         "about 0.1 s.")));
         share.told = true;
     }
     return false;
@@ -109,11 +110,13 @@ void run_tables(const ListedTable *tables, int count, const char *function_name)
         const long cost =
             started ? run_table_step(tables[i].parent, kManyTablesTimeLimitMs, function_name) : 0;
         if (cost < 0) {
+            // Worked out before the report, as in within_share().
+            const char *table = shown_table_text(tables[i].parent);
             ereport(WARNING,
                     (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
                      errmsg("%s left %d tables to its next run, from %s on: no background "
                             "worker slot was free",
-                            function_name, count - i, shown_table_text(tables[i].parent)),
+                            function_name, count - i, table),
                      errhint("Each table is maintained in a background worker of its own: raise "
                              "max_worker_processes to at least max_parallel_workers plus one "
                              "plus the server's other workers, and restart.")));

@@ -84,6 +84,34 @@ BackgroundWorkerHandle *start_step_worker(BackgroundWorker *worker) {
     return handle;
 }
 
+// The longest text of a message passed on, so that one huge notice read by a slow client cannot
+// hold the run past the limit.
+constexpr int kPassedOnBytes = 8192;
+
+// Cuts a text of a message passed on to kPassedOnBytes, on a character's boundary.
+void clip(char **text) {
+    if (*text == nullptr || strlen(*text) <= static_cast<size_t>(kPassedOnBytes)) {
+        return;
+    }
+    const int kept = pg_mbcliplen(*text, static_cast<int>(strlen(*text)), kPassedOnBytes);
+    *text = psprintf("%.*s ... (cut at %d bytes)", kept, *text, kPassedOnBytes);
+}
+
+// Whether the client's encoding can show every text of a message: ThrowErrorData() sends them
+// all, the names of the objects included.
+bool client_can_show_all(const ErrorData &error) {
+    const char *texts[] = {error.message,      error.detail,        error.hint,
+                           error.context,      error.schema_name,   error.table_name,
+                           error.column_name,  error.datatype_name, error.constraint_name,
+                           error.internalquery};
+    for (const char *text : texts) {
+        if (!client_can_show(text)) {
+            return false;
+        }
+    }
+    return true;
+}
+
 // The error that ended a worker, as its last message said.
 struct EndingError {
     int sqlerrcode;
@@ -121,15 +149,19 @@ void pass_on_messages(Oid parent, shm_mq_handle *queue, EndingError *ending, boo
             ending->message = error.message != nullptr
                                   ? MemoryContextStrdup(caller_memory, error.message)
                                   : nullptr;
-        } else if (reported && client_can_show(error.message) && client_can_show(error.detail) &&
-                   client_can_show(error.hint) && client_can_show(error.context)) {
+        } else if (reported && client_can_show_all(error)) {
+            clip(&error.message);
+            clip(&error.detail);
+            clip(&error.hint);
+            clip(&error.context);
             ThrowErrorData(&error);
         } else if (reported) {
             ereport(error.elevel,
                     (errmsg("a message of the maintenance of the table of OID %u was left out: "
                             "client_encoding %s cannot show it",
                             parent, pg_get_client_encoding_name()),
-                     errhint("The server log has it.")));
+                     errhint("Call the run with client_encoding set to the server's encoding "
+                             "to see it.")));
         }
         MemoryContextSwitchTo(caller_memory);
         MemoryContextReset(message_memory);
