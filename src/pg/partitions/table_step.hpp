@@ -7,8 +7,8 @@
 // Locking. The run and its worker share one segment of dynamic shared memory per table: a
 // TableStep, then a message queue (storage/shm_mq.h) that carries the worker's notices, warnings
 // and error to the run, as a parallel worker's go to its leader. The run writes the request
-// before it starts the worker and reads the outcome only after the postmaster has reported the
-// worker gone; the worker writes the outcome last, behind a write barrier. The queue has its own
+// before it starts the worker and reads whether the step is done only after the postmaster has
+// reported the worker gone; the worker sets it last, behind a write barrier. The queue has its own
 // locking.
 //
 // Include after postgres.h and storage/shm_mq.h.
@@ -16,10 +16,7 @@
 
 namespace snowflake_partitions {
 
-// What became of a table's step, as its worker wrote it (kNone: it wrote nothing).
-enum class StepOutcome : int { kNone = 0, kMaintained, kFailed };
-
-// The request, written by the run, and the outcome, written by the worker.
+// The request, written by the run, and whether the step is done, written by the worker.
 struct TableStep {
     Oid database;
     Oid session_user;
@@ -27,7 +24,9 @@ struct TableStep {
     int security_context;
     Oid parent;
     char client_min_messages[32];
-    StepOutcome outcome;
+    // Set once the step's end is the worker's to tell: at its commit, or once its failure is
+    // reported. The run reports a step that ended before that itself.
+    bool done;
 };
 
 // The size of the queue that follows the TableStep in the segment.

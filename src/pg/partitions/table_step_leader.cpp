@@ -260,12 +260,12 @@ long run_table_step(Oid parent, int limit_ms, const char *function_name) {
     }
     PG_END_ENSURE_ERROR_CLEANUP(end_step_worker, PointerGetDatum(handle));
     pg_read_barrier();
-    if (step->outcome == StepOutcome::kNone && ended_at_limit) {
+    if (!step->done && ended_at_limit) {
         report_step_failure(shown_table_text(parent), ERRCODE_QUERY_CANCELED,
                             psprintf("took longer than %d s, the limit of one table in the "
                                      "maintenance of every table",
                                      limit_ms / 1000));
-    } else if (step->outcome == StepOutcome::kNone) {
+    } else if (!step->done) {
         report_step_failure(shown_table_text(parent), ending.sqlerrcode,
                             psprintf("the session that maintained it ended before it was done: %s",
                                      ending.message != nullptr && client_can_show(ending.message)

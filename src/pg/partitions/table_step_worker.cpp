@@ -119,7 +119,7 @@ void snowflake_partition_step_main(Datum main_arg) {
     // A table dropped since the run listed it has nothing left to maintain.
     if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(step->parent))) {
         CommitTransactionCommand();
-        step->outcome = StepOutcome::kMaintained;
+        step->done = true;
         proc_exit(0);
     }
     // The report outlives the transaction, which commits before it is sent.
@@ -139,7 +139,7 @@ void snowflake_partition_step_main(Datum main_arg) {
         CommitTransactionCommand();
         // Written before the notices: the step is done once committed, whatever ends the worker.
         pg_write_barrier();
-        step->outcome = StepOutcome::kMaintained;
+        step->done = true;
         MemoryContextSwitchTo(step_memory);
         notify_report(parent_text, report);
     }
@@ -157,7 +157,7 @@ void snowflake_partition_step_main(Datum main_arg) {
         }
         CommitTransactionCommand();
         pg_write_barrier();
-        step->outcome = StepOutcome::kFailed;
+        step->done = true;
     }
     PG_END_TRY();
     proc_exit(0);
