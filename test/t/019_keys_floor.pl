@@ -212,13 +212,15 @@ sub restart {
 
 # Restarts to read the keys while alice holds $table locked, waits until the read waits for it,
 # then has her run $move (ending with COMMIT) in the same transaction; returns the error of the
-# first call after the read has ended.
+# first call after the read has ended. The server's clock stands while the read waits, so that
+# the read's second for the lock cannot run out before the move, however slow the machine.
 sub error_after_move_during_read {
     my ($table, $move, $what) = @_;
     set_and_reload($node, 'snowflake.key_floor_max_lead', '1min');
     restart_keys_unread($node, $clock_file);
     my $mover = $node->background_psql('postgres');
     $mover->query_safe(qq(SET ROLE alice; BEGIN; LOCK TABLE $table IN ACCESS EXCLUSIVE MODE));
+    freeze_clock($clock_file, int(Time::HiRes::time() * 1000));
     read_keys_now($node, 3);
     my $waiting_call = start_statement($node, 'postgres',
         "SET statement_timeout = '5s'; SELECT snowflake_nextval()");
@@ -228,6 +230,7 @@ WHERE backend_type = 'snowflake keys reader' AND datname = 'postgres'
   AND wait_event_type = 'Extension')), $what);
     $mover->query_safe($move);
     $mover->quit;
+    set_clock_offset($clock_file, '+0');
     eval { finish_statement($waiting_call) };
     my $error;
     for (1 .. 100) {

@@ -82,7 +82,9 @@ $node->safe_psql('postgres', qq(DELETE FROM "Odd Schema".base WHERE id = $minute
 restart_reading_keys($node, $clock_file, 1);
 
 # The first ids after a start without the mark come from another database than the one that
-# stores the keys, with the clock behind them: none equals a key of the first database.
+# stores the keys, with the clock behind them: none equals a key of the first database. The keys
+# are issued with the clock 8 s ahead, and the server restarts with its clock standing 8 s behind
+# them, however long the restart takes; then the clock runs from now and passes them.
 $node->safe_psql('postgres', 'CREATE DATABASE second');
 $node->safe_psql('second', q(CREATE EXTENSION snowflake;
 CREATE TABLE queue (id bigint PRIMARY KEY DEFAULT snowflake_nextval())));
@@ -91,11 +93,12 @@ $node->safe_psql('postgres', q(SET ROLE alice;
 CREATE TABLE "Odd Schema".app (id bigint PRIMARY KEY DEFAULT snowflake_nextval());
 INSERT INTO "Odd Schema".app SELECT FROM generate_series(1, 20000)));
 my $app_max = max_id($node, '"Odd Schema".app');
-set_clock_offset($clock_file, '+0');
+freeze_clock($clock_file, unix_ms_of($app_max) - 8000);
 restart_reading_keys($node, $clock_file, 1);
 like(error_of($node, 'INSERT INTO queue SELECT FROM generate_series(1, 100)', 'second'),
     qr/55000: a stored key holds .*\n.*key $app_max of column id of table "Odd Schema"\.app \(owner alice\) in database "postgres"/,
     'a call in another database is held back by the keys of the first');
+set_clock_offset($clock_file, '+0');
 ok($node->poll_query_until('second', 'SELECT snowflake_nextval() > 0'),
     'the other database takes ids once the clock passes them');
 $node->safe_psql('second', 'INSERT INTO queue SELECT FROM generate_series(1, 20000)');
