@@ -224,12 +224,16 @@ sub error_after_move_during_read {
     read_keys_now($node, 3);
     my $waiting_call = start_statement($node, 'postgres',
         "SET statement_timeout = '5s'; SELECT snowflake_nextval()");
-    ok($node->poll_query_until('postgres', q(
+    my $reader_waits = q(
 SELECT count(*) > 0 FROM pg_stat_activity
 WHERE backend_type = 'snowflake keys reader' AND datname = 'postgres'
-  AND wait_event_type = 'Extension')), $what);
+  AND wait_event_type = 'Extension');
+    ok($node->poll_query_until('postgres', $reader_waits), $what);
     $mover->query_safe($move);
     $mover->quit;
+    # The clock runs again once the read no longer waits for the lock, which it now has.
+    $node->poll_query_until('postgres', $reader_waits, 'f')
+      or die 'the read still waits for the lock after the move';
     set_clock_offset($clock_file, '+0');
     eval { finish_statement($waiting_call) };
     my $error;
