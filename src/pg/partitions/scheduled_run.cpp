@@ -73,10 +73,11 @@ bool within_share(OwnerShare &share, Oid parent, const char *function_name) {
         // interrupt. A role dropped since the run listed its tables is named by its OID, as is
         // one whose name the client's encoding cannot show.
         const char *table = shown_table_text(parent);
-        const char *role = GetUserNameFromId(share.owner, true);
-        role = role != nullptr && client_can_show(quote_identifier(role))
-                   ? quote_identifier(role)
-                   : psprintf("of OID %u", share.owner);
+        const char *name = GetUserNameFromId(share.owner, true);
+        const char *quoted = name != nullptr ? quote_identifier(name) : nullptr;
+        const char *role = quoted != nullptr && client_can_show(quoted)
+                               ? quoted
+                               : psprintf("of OID %u", share.owner);
         ereport(WARNING,
                 (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
                  errmsg("%s left %s and the tables of role %s after it to its next run: that "

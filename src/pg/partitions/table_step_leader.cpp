@@ -90,10 +90,11 @@ constexpr int kPassedOnBytes = 8192;
 
 // Cuts a text of a message passed on to kPassedOnBytes, on a character's boundary.
 void clip(char **text) {
-    if (*text == nullptr || strlen(*text) <= static_cast<size_t>(kPassedOnBytes)) {
+    const size_t length = *text != nullptr ? strlen(*text) : 0;
+    if (length <= static_cast<size_t>(kPassedOnBytes)) {
         return;
     }
-    const int kept = pg_mbcliplen(*text, static_cast<int>(strlen(*text)), kPassedOnBytes);
+    const int kept = pg_mbcliplen(*text, static_cast<int>(length), kPassedOnBytes);
     *text = psprintf("%.*s ... (cut at %d bytes)", kept, *text, kPassedOnBytes);
 }
 
